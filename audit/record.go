@@ -1,0 +1,135 @@
+// Package audit records every action of every area of the platform, keeps
+// per-tenant hash-chained logs, and exports them as signed ZIP archives.
+//
+// Areas do not import this package's services: they record through the small
+// Sink interface, and read the request's trace id and actor from the context.
+package audit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"time"
+)
+
+// Status values of a record.
+const (
+	StatusSuccess = "success"
+	StatusFailed  = "failed"
+)
+
+// Service kinds: the `source` constant of each area's records and of its
+// service instances.
+const (
+	SourcePlatform      = "latchkey-platform"
+	SourceAudit         = "latchkey-audit"
+	SourceAuthenticator = "latchkey-authenticator"
+	SourceNotification  = "latchkey-notification"
+	SourceEventStream   = "latchkey-eventstream"
+	SourceEvents        = "latchkey-events"
+	SourceProvisioning  = "latchkey-provisioning"
+)
+
+// Sources lists every service kind; each tenant has one service instance of each.
+var Sources = []string{
+	SourcePlatform, SourceAudit, SourceAuthenticator, SourceNotification,
+	SourceEventStream, SourceEvents, SourceProvisioning,
+}
+
+// TimeFormat is how the spec writes a record's time: YYYY-MM-DD hh:mm:ss.microseconds UTC.
+const TimeFormat = "2006-01-02 15:04:05.000000"
+
+// Entry is what an area reports about one action.
+type Entry struct {
+	TenantID string         // tenant that owns the log (GUID)
+	Source   string         // service kind, one of Sources
+	Action   string         // e.g. "user.create", "token.issue"
+	Err      error          // nil for success; its public message becomes meta.errorMessage
+	ActorID  string         // overrides the context's actor when set
+	Meta     map[string]any // details of users, resources and clients involved
+}
+
+// Sink records entries. Record returns once the record is durable, so an
+// action is never answered before its audit record is stored.
+type Sink interface {
+	Record(ctx context.Context, e Entry) error
+}
+
+// Record is one stored audit log record. JSON field names are the spec's.
+type Record struct {
+	Seq        int64          `json:"-"` // per-tenant sequence, from 1
+	Time       time.Time      `json:"-"`
+	TenantID   string         `json:"tenantID"`
+	TraceID    string         `json:"traceID"`
+	Source     string         `json:"source"`
+	ResourceID string         `json:"resourceid"`
+	ActorID    string         `json:"actorid"`
+	Action     string         `json:"action"`
+	Status     string         `json:"status"`
+	Meta       map[string]any `json:"meta"`
+	PrevHash   []byte         `json:"-"` // Hash of the tenant's previous record; nil for the first
+	Hash       []byte         `json:"-"` // ChainHash(PrevHash, record)
+}
+
+// MarshalJSON writes the record with the spec's time format.
+func (r Record) MarshalJSON() ([]byte, error) {
+	type plain Record
+	return json.Marshal(struct {
+		Time string `json:"time"`
+		plain
+	}{r.Time.UTC().Format(TimeFormat), plain(r)})
+}
+
+// ChainHash computes a record's link in its tenant's hash chain:
+// SHA-256(prev || canonical JSON of the record with its sequence number).
+// Stores call it when they append, so the chain is built inside the same
+// transaction that assigns the sequence.
+func ChainHash(prev []byte, r Record) []byte {
+	body, err := json.Marshal(struct {
+		Seq int64 `json:"seq"`
+		Record
+	}{r.Seq, r})
+	if err != nil {
+		// Meta holds only JSON-encodable values put there by this module.
+		panic("audit: record not encodable: " + err.Error())
+	}
+	h := sha256.New()
+	h.Write(prev)
+	h.Write(body)
+	return h.Sum(nil)
+}
+
+type ctxKey int
+
+const (
+	traceKey ctxKey = iota
+	actorKey
+	clientKey
+)
+
+// WithTraceID returns a context carrying the request's trace id.
+func WithTraceID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, traceKey, id)
+}
+
+// TraceID returns the context's trace id, or "".
+func TraceID(ctx context.Context) string {
+	s, _ := ctx.Value(traceKey).(string)
+	return s
+}
+
+// WithActor returns a context naming the user (or client) acting.
+func WithActor(ctx context.Context, actorID, clientID string) context.Context {
+	ctx = context.WithValue(ctx, actorKey, actorID)
+	if clientID != "" {
+		ctx = context.WithValue(ctx, clientKey, clientID)
+	}
+	return ctx
+}
+
+// Actor returns the acting user's id and the client's id, if any.
+func Actor(ctx context.Context) (actorID, clientID string) {
+	actorID, _ = ctx.Value(actorKey).(string)
+	clientID, _ = ctx.Value(clientKey).(string)
+	return actorID, clientID
+}

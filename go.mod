@@ -1,0 +1,3 @@
+module github.com/latchkey/latchkey
+
+go 1.26.8

@@ -1,0 +1,248 @@
+// Package identity holds tenants, users, OAuth clients, API keys, signing
+// keys and the tokens issued to them (area A of the platform), and the
+// Principal that every other area checks before it acts.
+package identity
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/latchkey/latchkey/fault"
+)
+
+// Roles of users and OAuth clients.
+const (
+	RoleTenantAdmin      = "tenant-admin"
+	RoleApplicationOwner = "application-owner"
+	RoleUser             = "user"
+)
+
+// Areas an API key may be allowed to call.
+const (
+	AreaAuthenticator = "authenticator"
+	AreaProvisioning  = "provisioning"
+)
+
+// Scopes of OAuth access tokens.
+const (
+	ScopeAuditExport          = "audit:export"
+	ScopeNotificationAdmin    = "notification:consent:administrator"
+	ScopeNotificationConsumer = "notification:consent:consumer"
+	ScopeEventConsumer        = "event:event:consumer"
+	ScopeEventProducer        = "event:event:producer"
+	ScopeEventStreamAdmin     = "eventstream:subscription:administrator"
+)
+
+// AllScopes lists every scope a client may be granted.
+var AllScopes = []string{
+	ScopeAuditExport, ScopeNotificationAdmin, ScopeNotificationConsumer,
+	ScopeEventConsumer, ScopeEventProducer, ScopeEventStreamAdmin,
+}
+
+// Plan feature names.
+const FeatureFIDOImport = "fido-import"
+
+// Root tenant: the platform operators' tenant.
+const (
+	RootTenantCode = "ROOT000000"
+	RootAuthDomain = "root"
+)
+
+// Tenant is an isolated customer of the platform.
+type Tenant struct {
+	ID          string // GUID, the spec's tenantId / tenantID
+	Code        string // 10 characters A-Z 0-9: tenantCode, tenant, auth_domain
+	Name        string
+	Settings    Settings
+	ExchangeKey []byte // sealed PKCS#8 RSA-2048 private key (vtoken exchange key)
+	CreatedAt   time.Time
+}
+
+// IsRoot reports whether t is the platform operators' tenant.
+func (t Tenant) IsRoot() bool { return t.Code == RootTenantCode }
+
+// Settings are a tenant's configurable behaviour.
+type Settings struct {
+	FIDOImportEnabled            bool     `json:"fidoImportEnabled"`
+	PlanFeatures                 []string `json:"planFeatures"`
+	NotificationRetentionSeconds int64    `json:"notificationRetentionSeconds"`
+	WebAuthn                     WebAuthn `json:"webauthn"`
+}
+
+// HasFeature reports whether the tenant's plan includes feature f.
+func (s Settings) HasFeature(f string) bool { return slices.Contains(s.PlanFeatures, f) }
+
+// WebAuthn is a tenant's relying party configuration.
+type WebAuthn struct {
+	RPID    string   `json:"rpId"`
+	Origins []string `json:"origins"`
+}
+
+// DefaultSettings are those of a new tenant: FIDO import enabled and in the
+// plan, notifications kept 6 hours.
+func DefaultSettings() Settings {
+	return Settings{
+		FIDOImportEnabled:            true,
+		PlanFeatures:                 []string{FeatureFIDOImport},
+		NotificationRetentionSeconds: 6 * 3600,
+		WebAuthn:                     WebAuthn{RPID: "localhost", Origins: []string{"http://localhost:8080", "https://localhost:8443"}},
+	}
+}
+
+// ObjectID is a user's opaque 16-byte identifier.
+type ObjectID [16]byte
+
+// NewObjectID returns a random ObjectID.
+func NewObjectID() ObjectID {
+	var id ObjectID
+	rand.Read(id[:])
+	return id
+}
+
+// String is the default text form: base64url without padding.
+func (id ObjectID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// Hex is the hex text form.
+func (id ObjectID) Hex() string { return hex.EncodeToString(id[:]) }
+
+// IsZero reports whether id is unset.
+func (id ObjectID) IsZero() bool { return id == ObjectID{} }
+
+// Object-Id-Format values.
+const (
+	FormatBase64 = "base64"
+	FormatHex    = "hex"
+)
+
+// ParseObjectID reads a user id in the given format ("" means base64).
+// It returns a fault.Invalid error when the text is not a 16-byte id.
+func ParseObjectID(text, format string) (ObjectID, error) {
+	var (
+		b   []byte
+		err error
+	)
+	switch format {
+	case "", FormatBase64:
+		b, err = base64.RawURLEncoding.DecodeString(text)
+		if err != nil { // accept padded base64url too
+			b, err = base64.URLEncoding.DecodeString(text)
+		}
+	case FormatHex:
+		b, err = hex.DecodeString(text)
+	default:
+		return ObjectID{}, fault.E(fault.Invalid, fault.Field("Object-Id-Format"), "Object-Id-Format must be either base64 (default) or hex.")
+	}
+	if err != nil || len(b) != len(ObjectID{}) {
+		return ObjectID{}, fault.E(fault.Invalid, fault.Field("userId"), fmt.Sprintf("userId is not a %s object id", formatName(format)))
+	}
+	var id ObjectID
+	copy(id[:], b)
+	return id, nil
+}
+
+func formatName(f string) string {
+	if f == "" {
+		return FormatBase64
+	}
+	return f
+}
+
+// User is a person who logs in with a name and password inside a tenant.
+type User struct {
+	ID           ObjectID
+	TenantID     string
+	Name         string // unique per tenant
+	PasswordHash string // argon2id, PHC string format
+	Roles        []string
+	CreatedAt    time.Time
+}
+
+// OAuthClient is a confidential OAuth 2.0 client (client_credentials grant).
+type OAuthClient struct {
+	ID         string // client_id
+	TenantID   string
+	Name       string
+	SecretHash []byte // SHA-256 of the secret
+	Scopes     []string
+	Role       string
+	CreatedAt  time.Time
+}
+
+// APIKey authenticates calls to the authenticator and provisioning areas.
+type APIKey struct {
+	ID        string
+	TenantID  string
+	Name      string
+	Hash      []byte    // SHA-256 of the key
+	UserID    *ObjectID // the user the key is bound to, if any
+	Areas     []string
+	CreatedAt time.Time
+	RevokedAt *time.Time
+}
+
+// SigningKey is a JWT signing key. The private key is sealed under the master key.
+type SigningKey struct {
+	ID        string // kid
+	Algorithm string // "ES256"
+	Private   []byte // sealed PKCS#8
+	Public    []byte // PKIX DER
+	CreatedAt time.Time
+}
+
+// RefreshToken lets a user obtain a new JWT without the password. Only its
+// hash is stored; using it rotates it.
+type RefreshToken struct {
+	Hash      []byte
+	TenantID  string
+	UserID    ObjectID
+	ExpiresAt time.Time
+	CreatedAt time.Time
+}
+
+// PrincipalKind says how a caller authenticated.
+type PrincipalKind uint8
+
+// Principal kinds.
+const (
+	KindUser   PrincipalKind = iota + 1 // password login JWT
+	KindClient                          // OAuth client or registered (mTLS) client
+	KindAPIKey                          // API key
+)
+
+// Principal is an authenticated caller. Every area checks it before acting:
+// tenant first, then scope or role.
+type Principal struct {
+	Kind       PrincipalKind
+	TenantID   string
+	TenantCode string
+	UserID     string // base64url object id, when a user is involved
+	ClientID   string // OAuth client id or registered client id
+	Roles      []string
+	Scopes     []string
+	Areas      []string // API keys only
+	APIKeyID   string   // API keys only
+}
+
+// HasRole reports whether p holds role r.
+func (p Principal) HasRole(r string) bool { return slices.Contains(p.Roles, r) }
+
+// HasScope reports whether p holds scope s.
+func (p Principal) HasScope(s string) bool { return slices.Contains(p.Scopes, s) }
+
+// HasArea reports whether an API key principal may call area a.
+func (p Principal) HasArea(a string) bool { return slices.Contains(p.Areas, a) }
+
+// IsRootAdmin reports whether p is an administrator of the root tenant,
+// who may administer every tenant.
+func (p Principal) IsRootAdmin() bool {
+	return p.TenantCode == RootTenantCode && p.HasRole(RoleTenantAdmin)
+}
+
+// CanAdminister reports whether p may administer tenant tenantID.
+func (p Principal) CanAdminister(tenantID string) bool {
+	return p.IsRootAdmin() || (p.TenantID == tenantID && p.HasRole(RoleTenantAdmin))
+}

@@ -1,0 +1,201 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/latchkey/latchkey/clock"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/ids"
+)
+
+// Recorder is the Sink every area writes to. It group-commits: concurrent
+// Record calls are gathered into one store transaction, and each call returns
+// only once its batch is durable, so throughput is not capped by one commit
+// per action while no action is answered before its record is stored.
+type Recorder struct {
+	store LogStore
+	clock clock.Clock
+	log   *slog.Logger
+
+	queue    chan *pending
+	stop     chan struct{}
+	stopped  chan struct{}
+	stopOnce sync.Once
+
+	mu        sync.Mutex
+	instances map[string]string // tenantID + "\x00" + source -> instance id
+}
+
+type pending struct {
+	rec  Record
+	done chan error
+}
+
+// MaxBatch bounds how many records one transaction holds.
+const MaxBatch = 512
+
+// NewRecorder starts a recorder writing to store; Close stops it.
+func NewRecorder(store LogStore, c clock.Clock, log *slog.Logger) *Recorder {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	r := &Recorder{
+		store: store, clock: c, log: log,
+		queue:     make(chan *pending, 4*MaxBatch),
+		stop:      make(chan struct{}),
+		stopped:   make(chan struct{}),
+		instances: make(map[string]string),
+	}
+	go r.loop()
+	return r
+}
+
+// ErrClosed is returned by Record after Close.
+var ErrClosed = errors.New("audit: recorder closed")
+
+// Record builds the record for e (trace id and actor from ctx, time from the
+// clock, resource id from the tenant's service instance) and waits until it
+// is stored.
+func (r *Recorder) Record(ctx context.Context, e Entry) error {
+	if e.TenantID == "" || e.Source == "" || e.Action == "" {
+		return fmt.Errorf("audit: entry needs tenant, source and action: %+v", e)
+	}
+	resID, err := r.instance(ctx, e.TenantID, e.Source)
+	if err != nil {
+		return err
+	}
+	actor, client := Actor(ctx)
+	if e.ActorID != "" {
+		actor = e.ActorID
+	}
+	meta := make(map[string]any, len(e.Meta)+2)
+	for k, v := range e.Meta {
+		meta[k] = v
+	}
+	if client != "" {
+		if _, ok := meta["client_id"]; !ok {
+			meta["client_id"] = client
+		}
+	}
+	status := StatusSuccess
+	if e.Err != nil {
+		status = StatusFailed
+		msg := fault.MessageOf(e.Err)
+		if msg == "" {
+			msg = "internal error"
+		}
+		meta["errorMessage"] = msg
+	}
+	p := &pending{
+		rec: Record{
+			Time: r.clock.Now().UTC().Truncate(time.Microsecond), TenantID: e.TenantID, TraceID: TraceID(ctx),
+			Source: e.Source, ResourceID: resID, ActorID: actor, Action: e.Action, Status: status, Meta: meta,
+		},
+		done: make(chan error, 1),
+	}
+	select {
+	case r.queue <- p:
+	case <-r.stop:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	// Wait for durability even if ctx ends: the record is already queued and
+	// the caller must not report success for an unrecorded action.
+	return <-p.done
+}
+
+func (r *Recorder) instance(ctx context.Context, tenantID, source string) (string, error) {
+	key := tenantID + "\x00" + source
+	r.mu.Lock()
+	id, ok := r.instances[key]
+	r.mu.Unlock()
+	if ok {
+		return id, nil
+	}
+	si, err := r.store.EnsureServiceInstance(ctx, NewInstance(tenantID, source, r.clock.Now()))
+	if err != nil {
+		return "", err
+	}
+	r.mu.Lock()
+	r.instances[key] = si.ID
+	r.mu.Unlock()
+	return si.ID, nil
+}
+
+// NewInstance returns a candidate service instance of source for a tenant.
+func NewInstance(tenantID, source string, now time.Time) ServiceInstance {
+	kind := source
+	if len(kind) > len("latchkey-") {
+		kind = kind[len("latchkey-"):]
+	}
+	return ServiceInstance{ID: ids.NewGUID(), TenantID: tenantID, Name: kind, ServiceType: kind, Source: source, CreatedAt: now.UTC().Truncate(time.Microsecond)}
+}
+
+// EnsureInstances creates every service kind's instance for a tenant, so that
+// listings show all of them before any action is recorded.
+func (r *Recorder) EnsureInstances(ctx context.Context, tenantID string) error {
+	for _, s := range Sources {
+		if _, err := r.instance(ctx, tenantID, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (r *Recorder) loop() {
+	defer close(r.stopped)
+	batch := make([]*pending, 0, MaxBatch)
+	recs := make([]*Record, 0, MaxBatch)
+	for {
+		var first *pending
+		select {
+		case first = <-r.queue:
+		case <-r.stop:
+			// Drain what was queued before Close so no caller waits forever.
+			for {
+				select {
+				case p := <-r.queue:
+					r.flush([]*pending{p}, recs[:0])
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	gather:
+		for len(batch) < MaxBatch {
+			select {
+			case p := <-r.queue:
+				batch = append(batch, p)
+			default:
+				break gather
+			}
+		}
+		r.flush(batch, recs[:0])
+	}
+}
+
+func (r *Recorder) flush(batch []*pending, recs []*Record) {
+	for _, p := range batch {
+		recs = append(recs, &p.rec)
+	}
+	err := r.store.AppendAuditRecords(context.Background(), recs)
+	if err != nil {
+		r.log.Error("audit: append failed", "records", len(recs), "err", err)
+	}
+	for _, p := range batch {
+		p.done <- err
+	}
+}
+
+// Close stops the recorder after writing everything already queued.
+func (r *Recorder) Close() {
+	r.stopOnce.Do(func() { close(r.stop) })
+	<-r.stopped
+}

@@ -1,0 +1,410 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"fmt"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/ids"
+)
+
+var (
+	tenantCodeRE = regexp.MustCompile(`^[A-Z0-9]{10}$`)
+)
+
+// NewGUID returns a random (version 4) GUID in lower-case text form.
+func NewGUID() string { return ids.NewGUID() }
+
+// IsGUID reports whether s is a GUID in lower-case text form.
+func IsGUID(s string) bool { return ids.IsGUID(s) }
+
+const codeAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+func newTenantCode() string {
+	var b [10]byte
+	rand.Read(b[:])
+	for i := range b {
+		b[i] = codeAlphabet[int(b[i])%len(codeAlphabet)]
+	}
+	return string(b[:])
+}
+
+// checkAdmin returns nil when p may administer tenantID. A tenant admin of
+// another tenant is told the tenant does not exist, so tenants cannot be
+// discovered through the admin API.
+func checkAdmin(p Principal, tenantID string) error {
+	switch {
+	case p.CanAdminister(tenantID):
+		return nil
+	case p.HasRole(RoleTenantAdmin):
+		return fault.E(fault.NotFound, "tenant not found")
+	default:
+		return fault.E(fault.Forbidden, "the tenant-admin role is required")
+	}
+}
+
+func textField(field, v string, min, max int) error {
+	n := utf8.RuneCountInString(v)
+	if !utf8.ValidString(v) || n < min || n > max || strings.TrimSpace(v) != v {
+		return fault.E(fault.Invalid, fault.Field(field), fmt.Sprintf("%s must be %d to %d characters without leading or trailing spaces", field, min, max))
+	}
+	return nil
+}
+
+// CreateTenant creates a tenant; only root administrators may. An empty
+// code is generated.
+func (s *Service) CreateTenant(ctx context.Context, p Principal, name, code string) (Tenant, error) {
+	if !p.IsRootAdmin() {
+		return Tenant{}, fault.E(fault.Forbidden, "only platform administrators may create tenants")
+	}
+	meta := map[string]any{"tenant": map[string]any{"name": name, "code": code}}
+	fail := func(err error) (Tenant, error) {
+		return Tenant{}, s.record(ctx, p.TenantID, "tenant.create", err, meta)
+	}
+	if err := textField("name", name, 1, 200); err != nil {
+		return fail(err)
+	}
+	if code == "" {
+		code = newTenantCode()
+	} else if !tenantCodeRE.MatchString(code) {
+		return fail(fault.E(fault.Invalid, fault.Field("code"), "code must be 10 characters A-Z or 0-9"))
+	}
+	t := Tenant{ID: NewGUID(), Code: code, Name: name, Settings: DefaultSettings(), CreatedAt: s.now()}
+	if err := s.st.CreateTenant(ctx, t); err != nil {
+		if fault.Is(fault.Conflict, err) {
+			err = fault.E(fault.Conflict, "a tenant with this code exists", err)
+		}
+		return fail(err)
+	}
+	meta["tenant"] = map[string]any{"id": t.ID, "name": name, "code": code}
+	return t, s.record(ctx, p.TenantID, "tenant.create", nil, meta)
+}
+
+// GetTenant returns a tenant its administrator may see.
+func (s *Service) GetTenant(ctx context.Context, p Principal, tenantID string) (Tenant, error) {
+	if err := checkAdmin(p, tenantID); err != nil {
+		return Tenant{}, err
+	}
+	return s.st.GetTenant(ctx, tenantID)
+}
+
+// SettingsPatch changes some of a tenant's settings; nil fields are kept.
+type SettingsPatch struct {
+	FIDOImportEnabled            *bool     `json:"fidoImportEnabled"`
+	PlanFeatures                 *[]string `json:"planFeatures"`
+	NotificationRetentionSeconds *int64    `json:"notificationRetentionSeconds"`
+	WebAuthn                     *WebAuthn `json:"webauthn"`
+}
+
+// MaxRetentionSeconds bounds a tenant's notification retention (30 days).
+const MaxRetentionSeconds = 30 * 24 * 3600
+
+// UpdateSettings applies patch to a tenant's settings.
+func (s *Service) UpdateSettings(ctx context.Context, p Principal, tenantID string, patch SettingsPatch) (Tenant, error) {
+	if err := checkAdmin(p, tenantID); err != nil {
+		return Tenant{}, err
+	}
+	t, err := s.st.GetTenant(ctx, tenantID)
+	if err != nil {
+		return Tenant{}, err
+	}
+	fail := func(err error) (Tenant, error) {
+		return Tenant{}, s.record(ctx, tenantID, "tenant.settings.update", err, nil)
+	}
+	st := t.Settings
+	if patch.FIDOImportEnabled != nil {
+		st.FIDOImportEnabled = *patch.FIDOImportEnabled
+	}
+	if patch.PlanFeatures != nil {
+		for _, f := range *patch.PlanFeatures {
+			if err := textField("planFeatures", f, 1, 64); err != nil {
+				return fail(err)
+			}
+		}
+		st.PlanFeatures = slices.Compact(slices.Sorted(slices.Values(*patch.PlanFeatures)))
+	}
+	if r := patch.NotificationRetentionSeconds; r != nil {
+		if *r < 1 || *r > MaxRetentionSeconds {
+			return fail(fault.E(fault.Invalid, fault.Field("notificationRetentionSeconds"), fmt.Sprintf("notificationRetentionSeconds must be between 1 and %d", MaxRetentionSeconds)))
+		}
+		st.NotificationRetentionSeconds = *r
+	}
+	if w := patch.WebAuthn; w != nil {
+		if err := textField("webauthn.rpId", w.RPID, 1, 253); err != nil {
+			return fail(err)
+		}
+		for _, o := range w.Origins {
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.Path != "" {
+				return fail(fault.E(fault.Invalid, fault.Field("webauthn.origins"), "each origin must be scheme://host[:port]"))
+			}
+		}
+		st.WebAuthn = *w
+	}
+	if err := s.st.UpdateTenantSettings(ctx, tenantID, st); err != nil {
+		return fail(err)
+	}
+	t.Settings = st
+	return t, s.record(ctx, tenantID, "tenant.settings.update", nil, map[string]any{"settings": st})
+}
+
+var allRoles = []string{RoleTenantAdmin, RoleApplicationOwner, RoleUser}
+
+func checkSubset(field string, got, allowed []string) error {
+	for _, v := range got {
+		if !slices.Contains(allowed, v) {
+			return fault.E(fault.Invalid, fault.Field(field), fmt.Sprintf("%s: unknown value %q; allowed: %s", field, v, strings.Join(allowed, ", ")))
+		}
+	}
+	return nil
+}
+
+// MinPasswordLength and MaxPasswordLength bound user passwords.
+const (
+	MinPasswordLength = 8
+	MaxPasswordLength = 256
+)
+
+// CreateUser adds a user to a tenant.
+func (s *Service) CreateUser(ctx context.Context, p Principal, tenantID, name, password string, roles []string) (User, error) {
+	if err := checkAdmin(p, tenantID); err != nil {
+		return User{}, err
+	}
+	if _, err := s.st.GetTenant(ctx, tenantID); err != nil {
+		return User{}, err
+	}
+	meta := map[string]any{"user": map[string]any{"name": name}}
+	fail := func(err error) (User, error) { return User{}, s.record(ctx, tenantID, "user.create", err, meta) }
+	if err := textField("name", name, 1, 128); err != nil {
+		return fail(err)
+	}
+	if n := utf8.RuneCountInString(password); n < MinPasswordLength || n > MaxPasswordLength {
+		return fail(fault.E(fault.Invalid, fault.Field("password"), fmt.Sprintf("password must be %d to %d characters", MinPasswordLength, MaxPasswordLength)))
+	}
+	if len(roles) == 0 {
+		roles = []string{RoleUser}
+	}
+	if err := checkSubset("roles", roles, allRoles); err != nil {
+		return fail(err)
+	}
+	hash, err := s.cfg.Hasher.Hash(ctx, password)
+	if err != nil {
+		return User{}, err
+	}
+	u := User{ID: NewObjectID(), TenantID: tenantID, Name: name, PasswordHash: hash, Roles: slices.Compact(slices.Sorted(slices.Values(roles))), CreatedAt: s.now()}
+	if err := s.st.CreateUser(ctx, u); err != nil {
+		if fault.Is(fault.Conflict, err) {
+			err = fault.E(fault.Conflict, "a user with this name exists in the tenant", err)
+		}
+		return fail(err)
+	}
+	meta["user"] = map[string]any{"id": u.ID.String(), "name": name, "roles": u.Roles}
+	return u, s.record(ctx, tenantID, "user.create", nil, meta)
+}
+
+// CreateOAuthClient registers a confidential OAuth client and returns it with
+// its secret, which is shown only this once.
+func (s *Service) CreateOAuthClient(ctx context.Context, p Principal, tenantID, name string, scopes []string, role string) (OAuthClient, string, error) {
+	if err := checkAdmin(p, tenantID); err != nil {
+		return OAuthClient{}, "", err
+	}
+	if _, err := s.st.GetTenant(ctx, tenantID); err != nil {
+		return OAuthClient{}, "", err
+	}
+	meta := map[string]any{"client": map[string]any{"name": name, "scopes": scopes, "role": role}}
+	fail := func(err error) (OAuthClient, string, error) {
+		return OAuthClient{}, "", s.record(ctx, tenantID, "oauth-client.create", err, meta)
+	}
+	if err := textField("name", name, 1, 200); err != nil {
+		return fail(err)
+	}
+	if err := checkSubset("scopes", scopes, AllScopes); err != nil {
+		return fail(err)
+	}
+	if role != "" && !slices.Contains(allRoles, role) {
+		return fail(fault.E(fault.Invalid, fault.Field("role"), "role must be one of "+strings.Join(allRoles, ", ")))
+	}
+	secret := rand.Text() + rand.Text()
+	sum := sha256.Sum256([]byte(secret))
+	c := OAuthClient{ID: "lkc_" + strings.ToLower(rand.Text()), TenantID: tenantID, Name: name, SecretHash: sum[:],
+		Scopes: slices.Compact(slices.Sorted(slices.Values(scopes))), Role: role, CreatedAt: s.now()}
+	if err := s.st.CreateOAuthClient(ctx, c); err != nil {
+		return fail(err)
+	}
+	meta["client_id"] = c.ID
+	return c, secret, s.record(ctx, tenantID, "oauth-client.create", nil, meta)
+}
+
+// CreateAPIKey creates an API key for the given areas, optionally bound to a
+// user of the tenant, and returns it with the key text, shown only this once.
+func (s *Service) CreateAPIKey(ctx context.Context, p Principal, tenantID, name, userID string, areas []string) (APIKey, string, error) {
+	if err := checkAdmin(p, tenantID); err != nil {
+		return APIKey{}, "", err
+	}
+	if _, err := s.st.GetTenant(ctx, tenantID); err != nil {
+		return APIKey{}, "", err
+	}
+	meta := map[string]any{"apiKey": map[string]any{"name": name, "areas": areas, "userId": userID}}
+	fail := func(err error) (APIKey, string, error) {
+		return APIKey{}, "", s.record(ctx, tenantID, "api-key.create", err, meta)
+	}
+	if err := textField("name", name, 1, 200); err != nil {
+		return fail(err)
+	}
+	if len(areas) == 0 {
+		return fail(fault.E(fault.Invalid, fault.Field("areas"), "areas must name at least one of authenticator, provisioning"))
+	}
+	if err := checkSubset("areas", areas, []string{AreaAuthenticator, AreaProvisioning}); err != nil {
+		return fail(err)
+	}
+	k := APIKey{ID: NewGUID(), TenantID: tenantID, Name: name, Areas: slices.Compact(slices.Sorted(slices.Values(areas))), CreatedAt: s.now()}
+	if userID != "" {
+		uid, err := ParseObjectID(userID, FormatBase64)
+		if err != nil {
+			return fail(fault.E(fault.Invalid, fault.Field("userId"), "userId is not a user id"))
+		}
+		if _, err := s.st.GetUser(ctx, tenantID, uid); err != nil {
+			return fail(err)
+		}
+		k.UserID = &uid
+	}
+	secret := "lk_" + rand.Text() + rand.Text()
+	sum := sha256.Sum256([]byte(secret))
+	k.Hash = sum[:]
+	if err := s.st.CreateAPIKey(ctx, k); err != nil {
+		return fail(err)
+	}
+	meta["apiKey"].(map[string]any)["id"] = k.ID
+	return k, secret, s.record(ctx, tenantID, "api-key.create", nil, meta)
+}
+
+// ClientCredentials runs the OAuth 2.0 client_credentials grant: it checks
+// the client secret in constant time and issues a 1-hour access token with
+// the requested scopes (all allowed scopes when scope is empty). Errors wrap
+// the RFC 6749 error codes.
+func (s *Service) ClientCredentials(ctx context.Context, clientID, secret, scope string) (token string, expiresIn int64, granted string, err error) {
+	if clientID == "" || secret == "" {
+		return "", 0, "", fault.E(fault.Unauthenticated, "client authentication failed", ErrInvalidClient)
+	}
+	c, err := s.st.GetOAuthClient(ctx, clientID)
+	if err != nil && !fault.Is(fault.NotFound, err) {
+		return "", 0, "", err
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if err != nil || subtle.ConstantTimeCompare(sum[:], c.SecretHash) != 1 {
+		if err == nil { // the client exists: its tenant sees the failure
+			ctx = audit.WithActor(ctx, c.ID, c.ID)
+			s.record(ctx, c.TenantID, "oauth.token", fault.E(fault.Unauthenticated, "client authentication failed"), map[string]any{"client_id": c.ID})
+		}
+		return "", 0, "", fault.E(fault.Unauthenticated, "client authentication failed", ErrInvalidClient)
+	}
+	ctx = audit.WithActor(ctx, c.ID, c.ID)
+	scopes := c.Scopes
+	if scope != "" {
+		scopes = strings.Fields(scope)
+		for _, sc := range scopes {
+			if !slices.Contains(c.Scopes, sc) {
+				err := fault.E(fault.Invalid, fault.Field("scope"), fmt.Sprintf("scope %q is not allowed for this client", sc), ErrInvalidScope)
+				return "", 0, "", s.record(ctx, c.TenantID, "oauth.token", err, map[string]any{"client_id": c.ID})
+			}
+		}
+	}
+	t, err := s.st.GetTenant(ctx, c.TenantID)
+	if err != nil {
+		return "", 0, "", err
+	}
+	var roles []string
+	if c.Role != "" {
+		roles = []string{c.Role}
+	}
+	granted = strings.Join(scopes, " ")
+	token, _, err = s.cfg.Keys.Sign(Claims{TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Scope: granted, Roles: roles,
+		RegisteredClaims: registered(c.ID, AudienceAPI)}, s.cfg.AccessTokenTTL)
+	if err != nil {
+		return "", 0, "", err
+	}
+	meta := map[string]any{"client_id": c.ID, "scope": granted}
+	return token, int64(s.cfg.AccessTokenTTL / 1e9), granted, s.record(ctx, t.ID, "oauth.token", nil, meta)
+}
+
+// Authenticate verifies a bearer token made for audience and returns its caller.
+func (s *Service) Authenticate(ctx context.Context, token, audience string) (Principal, error) {
+	c, err := s.cfg.Keys.Verify(token, audience)
+	if err != nil {
+		return Principal{}, err
+	}
+	return c.Principal(), nil
+}
+
+// AuthenticateAPIKey looks up an API key and returns its caller.
+// Unknown or revoked keys are fault.Unauthenticated.
+func (s *Service) AuthenticateAPIKey(ctx context.Context, key string) (Principal, error) {
+	key = strings.TrimSpace(key)
+	if key == "" {
+		return Principal{}, fault.E(fault.Unauthenticated, "no API key")
+	}
+	sum := sha256.Sum256([]byte(key))
+	k, err := s.st.GetAPIKeyByHash(ctx, sum[:])
+	if fault.Is(fault.NotFound, err) || (err == nil && k.RevokedAt != nil) {
+		return Principal{}, fault.E(fault.Unauthenticated, "invalid API key")
+	} else if err != nil {
+		return Principal{}, err
+	}
+	t, err := s.st.GetTenant(ctx, k.TenantID)
+	if err != nil {
+		return Principal{}, err
+	}
+	p := Principal{Kind: KindAPIKey, TenantID: t.ID, TenantCode: t.Code, Areas: k.Areas, APIKeyID: k.ID}
+	if k.UserID != nil {
+		p.UserID = k.UserID.String()
+	}
+	return p, nil
+}
+
+// BootstrapResult tells what Bootstrap did.
+type BootstrapResult struct {
+	Created  bool   // the root tenant and admin were created now
+	Password string // the admin password, when it was generated
+	Tenant   Tenant
+}
+
+// AdminName is the root administrator created by Bootstrap.
+const AdminName = "admin"
+
+// Bootstrap creates the root tenant and its administrator "admin" when the
+// store has none. An empty password is generated and returned.
+func (s *Service) Bootstrap(ctx context.Context, password string) (BootstrapResult, error) {
+	if t, err := s.st.GetTenantByCode(ctx, RootTenantCode); err == nil {
+		return BootstrapResult{Tenant: t}, nil
+	} else if !fault.Is(fault.NotFound, err) {
+		return BootstrapResult{}, err
+	}
+	res := BootstrapResult{Created: true}
+	if password == "" {
+		password = rand.Text()
+		res.Password = password
+	}
+	t := Tenant{ID: NewGUID(), Code: RootTenantCode, Name: "root", Settings: DefaultSettings(), CreatedAt: s.now()}
+	if err := s.st.CreateTenant(ctx, t); err != nil {
+		if fault.Is(fault.Conflict, err) { // another process bootstrapped first
+			t, err := s.st.GetTenantByCode(ctx, RootTenantCode)
+			return BootstrapResult{Tenant: t}, err
+		}
+		return BootstrapResult{}, err
+	}
+	res.Tenant = t
+	root := Principal{Kind: KindUser, TenantID: t.ID, TenantCode: t.Code, Roles: []string{RoleTenantAdmin}}
+	if _, err := s.CreateUser(audit.WithActor(ctx, "bootstrap", ""), root, t.ID, AdminName, password, []string{RoleTenantAdmin}); err != nil {
+		return BootstrapResult{}, err
+	}
+	return res, nil
+}

@@ -1,0 +1,218 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/clock"
+	"github.com/latchkey/latchkey/fault"
+)
+
+// OAuth 2.0 error codes (RFC 6749 §5.2). Errors returned by ClientCredentials
+// wrap one of these so the HTTP layer can answer with the standard body.
+var (
+	ErrInvalidRequest       = errors.New("invalid_request")
+	ErrInvalidClient        = errors.New("invalid_client")
+	ErrInvalidGrant         = errors.New("invalid_grant")
+	ErrInvalidScope         = errors.New("invalid_scope")
+	ErrUnsupportedGrantType = errors.New("unsupported_grant_type")
+)
+
+// Config configures a Service.
+type Config struct {
+	Store  Store
+	Keys   *KeySet
+	Hasher *Hasher
+	Audit  audit.Sink
+	Clock  clock.Clock
+	Logger *slog.Logger
+
+	// PlatformTokenTTL is the lifetime of a platform JWT (the response's
+	// duration, in seconds); default 5 minutes.
+	PlatformTokenTTL time.Duration
+	// AccessTokenTTL is the lifetime of an OAuth access token; default 1 hour.
+	AccessTokenTTL time.Duration
+	// RefreshTokenTTL is the lifetime of a refresh token; default 30 days.
+	RefreshTokenTTL time.Duration
+	// Throttle limits failed logins; default 5 failures per 15 minutes.
+	Throttle *Throttle
+}
+
+// Service is the identity area.
+type Service struct {
+	cfg Config
+	st  Store
+}
+
+// NewService returns a Service, filling defaults.
+func NewService(cfg Config) *Service {
+	if cfg.PlatformTokenTTL == 0 {
+		cfg.PlatformTokenTTL = 5 * time.Minute
+	}
+	if cfg.AccessTokenTTL == 0 {
+		cfg.AccessTokenTTL = time.Hour
+	}
+	if cfg.RefreshTokenTTL == 0 {
+		cfg.RefreshTokenTTL = 30 * 24 * time.Hour
+	}
+	if cfg.Throttle == nil {
+		cfg.Throttle = NewThrottle(5, 15*time.Minute)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Service{cfg: cfg, st: cfg.Store}
+}
+
+// Keys returns the service's key set.
+func (s *Service) Keys() *KeySet { return s.cfg.Keys }
+
+// Store returns the service's store, for areas layered on identity.
+func (s *Service) Store() Store { return s.st }
+
+func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC().Truncate(time.Microsecond) }
+
+// record writes an audit record; its failure fails the action, since an
+// action must never be answered without its record.
+func (s *Service) record(ctx context.Context, tenantID, action string, err error, meta map[string]any) error {
+	rerr := s.cfg.Audit.Record(ctx, audit.Entry{TenantID: tenantID, Source: audit.SourcePlatform, Action: action, Err: err, Meta: meta})
+	if rerr != nil {
+		return fault.E(fault.Unavailable, "the audit log is unavailable; try again", rerr)
+	}
+	return err
+}
+
+// TokenResponse is the answer to a platform login.
+type TokenResponse struct {
+	JWT          string `json:"jwt"`
+	Duration     int64  `json:"duration"` // seconds
+	TokenType    string `json:"token_type"`
+	RefreshToken string `json:"refresh_token,omitempty"`
+}
+
+// ResolveTenant finds the tenant named by an auth_domain: its code (case
+// insensitive), or "root" or "" for the root tenant.
+func (s *Service) ResolveTenant(ctx context.Context, authDomain string) (Tenant, error) {
+	code := strings.ToUpper(strings.TrimSpace(authDomain))
+	if code == "" || code == strings.ToUpper(RootAuthDomain) {
+		code = RootTenantCode
+	}
+	if !tenantCodeRE.MatchString(code) {
+		return Tenant{}, fault.E(fault.NotFound, "tenant not found")
+	}
+	return s.st.GetTenantByCode(ctx, code)
+}
+
+// LoginRequest is a password login.
+type LoginRequest struct {
+	Name       string
+	Password   string
+	AuthDomain string
+	RemoteAddr string
+}
+
+var errBadCredentials = fault.E(fault.Unauthenticated, "invalid name, password or auth_domain")
+
+// Login authenticates a user by name and password inside a tenant and issues
+// a platform JWT bound to that user. Failures are audited and throttled.
+func (s *Service) Login(ctx context.Context, req LoginRequest) (TokenResponse, error) {
+	const action = "auth.login"
+	meta := map[string]any{"user": map[string]any{"name": req.Name}, "authDomain": req.AuthDomain, "remoteAddr": req.RemoteAddr}
+	if req.Name == "" || req.Password == "" {
+		return TokenResponse{}, fault.E(fault.Invalid, fault.Field("name"), "name and password are required")
+	}
+	t, err := s.ResolveTenant(ctx, req.AuthDomain)
+	if err != nil {
+		if !fault.Is(fault.NotFound, err) {
+			return TokenResponse{}, err
+		}
+		// The tenant does not exist, so the failure is the operators' to see.
+		if root, rerr := s.st.GetTenantByCode(ctx, RootTenantCode); rerr == nil {
+			return TokenResponse{}, s.record(ctx, root.ID, action, fault.E(errBadCredentials, fault.Msg("unknown auth_domain")), meta)
+		}
+		return TokenResponse{}, errBadCredentials
+	}
+	now := s.now()
+	key := t.ID + "\x00" + strings.ToLower(req.Name)
+	if blocked, wait := s.cfg.Throttle.Blocked(key, now); blocked {
+		err := fault.E(fault.TooManyRequests, fmt.Sprintf("too many failed logins; try again in %d seconds", int(wait.Seconds())+1))
+		return TokenResponse{}, s.record(ctx, t.ID, action, err, meta)
+	}
+	u, err := s.st.GetUserByName(ctx, t.ID, req.Name)
+	if err != nil && !fault.Is(fault.NotFound, err) {
+		return TokenResponse{}, err
+	}
+	ok, verr := s.cfg.Hasher.Verify(ctx, u.PasswordHash, req.Password)
+	if verr != nil {
+		return TokenResponse{}, verr
+	}
+	if !ok {
+		s.cfg.Throttle.Fail(key, now)
+		return TokenResponse{}, s.record(ctx, t.ID, action, errBadCredentials, meta)
+	}
+	s.cfg.Throttle.Succeed(key)
+	ctx = audit.WithActor(ctx, u.ID.String(), "")
+	meta["user"] = map[string]any{"id": u.ID.String(), "name": u.Name}
+	resp, err := s.issueUserToken(ctx, t, u)
+	if err != nil {
+		return TokenResponse{}, err
+	}
+	return resp, s.record(ctx, t.ID, action, nil, meta)
+}
+
+func (s *Service) issueUserToken(ctx context.Context, t Tenant, u User) (TokenResponse, error) {
+	ttl := s.cfg.PlatformTokenTTL
+	jwt, _, err := s.cfg.Keys.Sign(Claims{TenantID: t.ID, TenantCode: t.Code, Roles: u.Roles, RegisteredClaims: registered(u.ID.String(), AudiencePlatform)}, ttl)
+	if err != nil {
+		return TokenResponse{}, err
+	}
+	refresh := rand.Text() + rand.Text()
+	sum := sha256.Sum256([]byte(refresh))
+	now := s.now()
+	if err := s.st.CreateRefreshToken(ctx, RefreshToken{Hash: sum[:], TenantID: t.ID, UserID: u.ID, ExpiresAt: now.Add(s.cfg.RefreshTokenTTL), CreatedAt: now}); err != nil {
+		return TokenResponse{}, err
+	}
+	return TokenResponse{JWT: jwt, Duration: int64(ttl / time.Second), TokenType: "Bearer", RefreshToken: refresh}, nil
+}
+
+// Refresh exchanges a refresh token for a new JWT and a new refresh token;
+// the old one is spent.
+func (s *Service) Refresh(ctx context.Context, refreshToken string) (TokenResponse, error) {
+	if refreshToken == "" {
+		return TokenResponse{}, fault.E(fault.Invalid, fault.Field("refresh_token"), "refresh_token is required")
+	}
+	sum := sha256.Sum256([]byte(refreshToken))
+	rt, err := s.st.UseRefreshToken(ctx, sum[:], s.now())
+	if fault.Is(fault.NotFound, err) {
+		return TokenResponse{}, fault.E(fault.Unauthenticated, "invalid or expired refresh_token")
+	} else if err != nil {
+		return TokenResponse{}, err
+	}
+	t, err := s.st.GetTenant(ctx, rt.TenantID)
+	if err != nil {
+		return TokenResponse{}, fault.E(fault.Unauthenticated, "invalid or expired refresh_token", err)
+	}
+	u, err := s.st.GetUser(ctx, rt.TenantID, rt.UserID)
+	if err != nil {
+		return TokenResponse{}, fault.E(fault.Unauthenticated, "invalid or expired refresh_token", err)
+	}
+	ctx = audit.WithActor(ctx, u.ID.String(), "")
+	resp, err := s.issueUserToken(ctx, t, u)
+	if err != nil {
+		return TokenResponse{}, err
+	}
+	return resp, s.record(ctx, t.ID, "auth.refresh", nil, map[string]any{"user": map[string]any{"id": u.ID.String(), "name": u.Name}})
+}
+
+func registered(sub, aud string) jwt.RegisteredClaims {
+	return jwt.RegisteredClaims{Subject: sub, Audience: jwt.ClaimStrings{aud}}
+}

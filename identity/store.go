@@ -1,0 +1,49 @@
+package identity
+
+import (
+	"context"
+	"time"
+)
+
+// Store keeps the identity area's data. Implementations: store/memstore,
+// store/sqlite, store/postgres; all pass store/storetest. Every method
+// returns fault kinds as documented; any other failure is fault.Internal.
+type Store interface {
+	// CreateTenant stores a new tenant. Conflict if the id or code exists.
+	CreateTenant(ctx context.Context, t Tenant) error
+	// GetTenant returns a tenant by id. NotFound if absent.
+	GetTenant(ctx context.Context, id string) (Tenant, error)
+	// GetTenantByCode returns a tenant by code. NotFound if absent.
+	GetTenantByCode(ctx context.Context, code string) (Tenant, error)
+	// UpdateTenantSettings replaces a tenant's settings. NotFound if absent.
+	UpdateTenantSettings(ctx context.Context, id string, s Settings) error
+
+	// CreateUser stores a new user. Conflict if the name exists in the tenant.
+	CreateUser(ctx context.Context, u User) error
+	// GetUser returns a user of a tenant. NotFound if absent or in another tenant.
+	GetUser(ctx context.Context, tenantID string, id ObjectID) (User, error)
+	// GetUserByName returns a user of a tenant by name. NotFound if absent.
+	GetUserByName(ctx context.Context, tenantID, name string) (User, error)
+
+	// CreateOAuthClient stores a new OAuth client. Conflict if the id exists.
+	CreateOAuthClient(ctx context.Context, c OAuthClient) error
+	// GetOAuthClient returns a client by client_id. NotFound if absent.
+	GetOAuthClient(ctx context.Context, id string) (OAuthClient, error)
+
+	// CreateAPIKey stores a new API key. Conflict if the id or hash exists.
+	CreateAPIKey(ctx context.Context, k APIKey) error
+	// GetAPIKeyByHash returns the key whose SHA-256 is hash. NotFound if absent.
+	GetAPIKeyByHash(ctx context.Context, hash []byte) (APIKey, error)
+
+	// CreateSigningKey stores a JWT signing key. Conflict if the kid exists.
+	CreateSigningKey(ctx context.Context, k SigningKey) error
+	// ListSigningKeys returns every signing key, oldest first.
+	ListSigningKeys(ctx context.Context) ([]SigningKey, error)
+
+	// CreateRefreshToken stores a refresh token. Conflict if the hash exists.
+	CreateRefreshToken(ctx context.Context, t RefreshToken) error
+	// UseRefreshToken deletes and returns the token with this hash, atomically,
+	// so a token is used at most once even by concurrent callers. NotFound if
+	// absent or expired at now.
+	UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (RefreshToken, error)
+}

@@ -1,0 +1,288 @@
+package identity
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/latchkey/latchkey/clock"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/seal"
+)
+
+// Audiences distinguish the two kinds of bearer token the platform issues,
+// so a token made for one purpose is never accepted for the other.
+const (
+	AudiencePlatform = "latchkey:platform" // JWTs from POST {base_url}/auth/tokens/
+	AudienceAPI      = "latchkey:api"      // OAuth access tokens from POST /oauth/v1/token
+)
+
+// SigningAlgorithm is the only JWT algorithm the platform signs or accepts.
+const SigningAlgorithm = "ES256"
+
+// Claims are the claims of every token the platform issues.
+type Claims struct {
+	jwt.RegisteredClaims
+	TenantID   string   `json:"tid"`
+	TenantCode string   `json:"tcode,omitempty"`
+	ClientID   string   `json:"client_id,omitempty"`
+	Scope      string   `json:"scope,omitempty"`
+	Roles      []string `json:"roles,omitempty"`
+}
+
+// Principal converts verified claims to the caller they describe.
+func (c *Claims) Principal() Principal {
+	p := Principal{TenantID: c.TenantID, TenantCode: c.TenantCode, ClientID: c.ClientID, Roles: c.Roles}
+	if c.Scope != "" {
+		p.Scopes = strings.Fields(c.Scope)
+	}
+	if c.ClientID != "" && c.Subject == c.ClientID {
+		p.Kind = KindClient
+	} else {
+		p.Kind = KindUser
+		p.UserID = c.Subject
+	}
+	return p
+}
+
+type verifyKey struct {
+	kid string
+	pub *ecdsa.PublicKey
+}
+
+// KeySet signs tokens with the newest signing key and verifies them with any
+// known key. Verified tokens are cached until they expire, since verifying
+// an ES256 signature costs more than the rest of a small request.
+type KeySet struct {
+	issuer string
+	clock  clock.Clock
+
+	mu     sync.RWMutex
+	active *ecdsa.PrivateKey
+	kid    string
+	pubs   map[string]*ecdsa.PublicKey
+	order  []verifyKey
+
+	cache tokenCache
+}
+
+// LoadKeySet opens the stored signing keys, creating the first one when there
+// is none, and returns a KeySet for issuer.
+func LoadKeySet(ctx context.Context, st Store, s *seal.Sealer, c clock.Clock, issuer string) (*KeySet, error) {
+	keys, err := st.ListSigningKeys(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(keys) == 0 {
+		k, err := newSigningKey(s, c.Now())
+		if err != nil {
+			return nil, err
+		}
+		if err := st.CreateSigningKey(ctx, k); err != nil && !fault.Is(fault.Conflict, err) {
+			return nil, err
+		}
+		// Another process may have created one at the same moment; use whatever is stored.
+		if keys, err = st.ListSigningKeys(ctx); err != nil {
+			return nil, err
+		}
+	}
+	ks := &KeySet{issuer: issuer, clock: c, pubs: map[string]*ecdsa.PublicKey{}}
+	ks.cache.init()
+	for _, k := range keys {
+		der, err := s.Open("jwt-key:"+k.ID, k.Private)
+		if err != nil {
+			return nil, fmt.Errorf("identity: signing key %s: %w (wrong master key?)", k.ID, err)
+		}
+		priv, err := x509.ParsePKCS8PrivateKey(der)
+		if err != nil {
+			return nil, fmt.Errorf("identity: signing key %s: %w", k.ID, err)
+		}
+		ec, ok := priv.(*ecdsa.PrivateKey)
+		if !ok {
+			return nil, fmt.Errorf("identity: signing key %s is not ECDSA", k.ID)
+		}
+		ks.active, ks.kid = ec, k.ID
+		ks.pubs[k.ID] = &ec.PublicKey
+		ks.order = append(ks.order, verifyKey{k.ID, &ec.PublicKey})
+	}
+	return ks, nil
+}
+
+func newSigningKey(s *seal.Sealer, now time.Time) (SigningKey, error) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return SigningKey{}, err
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return SigningKey{}, err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	if err != nil {
+		return SigningKey{}, err
+	}
+	sum := sha256.Sum256(pub)
+	kid := hex.EncodeToString(sum[:8])
+	return SigningKey{ID: kid, Algorithm: SigningAlgorithm, Private: s.Seal("jwt-key:"+kid, der), Public: pub, CreatedAt: now.UTC()}, nil
+}
+
+// Issuer returns the iss claim of issued tokens.
+func (ks *KeySet) Issuer() string { return ks.issuer }
+
+// Sign issues a token with the given claims, filling iss, iat, exp and jti.
+func (ks *KeySet) Sign(c Claims, ttl time.Duration) (string, time.Time, error) {
+	now := ks.clock.Now().Truncate(time.Second)
+	exp := now.Add(ttl)
+	c.Issuer = ks.issuer
+	c.IssuedAt = jwt.NewNumericDate(now)
+	c.NotBefore = jwt.NewNumericDate(now)
+	c.ExpiresAt = jwt.NewNumericDate(exp)
+	c.ID = rand.Text()
+	ks.mu.RLock()
+	key, kid := ks.active, ks.kid
+	ks.mu.RUnlock()
+	t := jwt.NewWithClaims(jwt.SigningMethodES256, c)
+	t.Header["kid"] = kid
+	s, err := t.SignedString(key)
+	if err != nil {
+		return "", time.Time{}, fault.E(fault.Internal, err)
+	}
+	return s, exp, nil
+}
+
+// Verify checks a token's signature (ES256 only, key chosen by kid), issuer,
+// audience, and time claims, and returns its claims. Any failure is
+// fault.Unauthenticated with a short reason.
+func (ks *KeySet) Verify(token, audience string) (*Claims, error) {
+	now := ks.clock.Now()
+	if c, ok := ks.cache.get(token, audience, now); ok {
+		return c, nil
+	}
+	c := &Claims{}
+	parser := jwt.NewParser(
+		jwt.WithValidMethods([]string{SigningAlgorithm}),
+		jwt.WithIssuer(ks.issuer),
+		jwt.WithAudience(audience),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithTimeFunc(func() time.Time { return now }),
+	)
+	_, err := parser.ParseWithClaims(token, c, func(t *jwt.Token) (any, error) {
+		kid, _ := t.Header["kid"].(string)
+		ks.mu.RLock()
+		pub, ok := ks.pubs[kid]
+		ks.mu.RUnlock()
+		if !ok {
+			return nil, errors.New("unknown kid")
+		}
+		return pub, nil
+	})
+	if err != nil {
+		reason := "invalid token"
+		if errors.Is(err, jwt.ErrTokenExpired) {
+			reason = "token expired"
+		}
+		return nil, fault.E(fault.Unauthenticated, reason, err)
+	}
+	if c.TenantID == "" || c.Subject == "" {
+		return nil, fault.E(fault.Unauthenticated, "invalid token", errors.New("missing tid or sub"))
+	}
+	ks.cache.put(token, audience, c, now)
+	return c, nil
+}
+
+// JWK is one public key in the JWKS document (RFC 7517).
+type JWK struct {
+	Kty string `json:"kty"`
+	Crv string `json:"crv"`
+	X   string `json:"x"`
+	Y   string `json:"y"`
+	Kid string `json:"kid"`
+	Use string `json:"use"`
+	Alg string `json:"alg"`
+}
+
+// JWKS returns the public keys that verify the platform's tokens.
+func (ks *KeySet) JWKS() []JWK {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	out := make([]JWK, 0, len(ks.order))
+	for _, k := range ks.order {
+		b, _ := k.pub.Bytes() // uncompressed point: 0x04 || X || Y
+		out = append(out, JWK{
+			Kty: "EC", Crv: "P-256", Kid: k.kid, Use: "sig", Alg: SigningAlgorithm,
+			X: base64.RawURLEncoding.EncodeToString(b[1:33]),
+			Y: base64.RawURLEncoding.EncodeToString(b[33:65]),
+		})
+	}
+	return out
+}
+
+// SigningKey returns the active private key and its kid, for signing other
+// platform artefacts (audit archive digests) verifiable through the JWKS.
+func (ks *KeySet) SigningKey() (*ecdsa.PrivateKey, string) {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	return ks.active, ks.kid
+}
+
+// PublicKeys returns the verification keys by kid.
+func (ks *KeySet) PublicKeys() map[string]*ecdsa.PublicKey {
+	ks.mu.RLock()
+	defer ks.mu.RUnlock()
+	m := make(map[string]*ecdsa.PublicKey, len(ks.pubs))
+	for k, v := range ks.pubs {
+		m[k] = v
+	}
+	return m
+}
+
+// tokenCache remembers verified tokens until they expire. It is bounded:
+// when full it drops expired entries, then everything, which only costs a
+// re-verification.
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[string]*Claims
+}
+
+const tokenCacheSize = 50_000
+
+func (tc *tokenCache) init() { tc.m = make(map[string]*Claims) }
+
+func (tc *tokenCache) get(token, aud string, now time.Time) (*Claims, bool) {
+	tc.mu.Lock()
+	c, ok := tc.m[aud+" "+token]
+	tc.mu.Unlock()
+	if !ok || !now.Before(c.ExpiresAt.Time) || now.Before(c.IssuedAt.Time) {
+		return nil, false
+	}
+	return c, true
+}
+
+func (tc *tokenCache) put(token, aud string, c *Claims, now time.Time) {
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
+	if len(tc.m) >= tokenCacheSize {
+		for k, v := range tc.m {
+			if !now.Before(v.ExpiresAt.Time) {
+				delete(tc.m, k)
+			}
+		}
+		if len(tc.m) >= tokenCacheSize {
+			clear(tc.m)
+		}
+	}
+	tc.m[aud+" "+token] = c
+}

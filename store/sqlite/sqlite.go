@@ -1,0 +1,171 @@
+// Package sqlite is the default Store: embedded SQLite through
+// modernc.org/sqlite (no cgo), in WAL mode, with embedded numbered
+// migrations applied at Open. One connection writes (SQLite allows one
+// writer at a time; queuing in Go is cheaper than SQLITE_BUSY retries) and
+// a small pool reads concurrently.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/latchkey/latchkey/fault"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is a SQLite-backed store for every area.
+type Store struct {
+	w *sql.DB // the single writer
+	r *sql.DB // readers
+}
+
+// Options tune Open.
+type Options struct {
+	// Synchronous is SQLite's synchronous pragma; default FULL, so that a
+	// committed transaction survives power loss, not only a process crash.
+	Synchronous string
+}
+
+// Open opens (creating if needed) the database file at path and migrates it.
+func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	if opts.Synchronous == "" {
+		opts.Synchronous = "FULL"
+	}
+	dsn := func(extra ...string) string {
+		q := url.Values{}
+		for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(" + opts.Synchronous + ")"} {
+			q.Add("_pragma", p)
+		}
+		for i := 0; i+1 < len(extra); i += 2 {
+			q.Add(extra[i], extra[i+1])
+		}
+		return "file:" + path + "?" + q.Encode()
+	}
+	w, err := sql.Open("sqlite", dsn("_txlock", "immediate"))
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	s := &Store{w: w}
+	if err := s.migrate(ctx); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := sql.Open("sqlite", dsn("_pragma", "query_only(1)"))
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
+	s.r = r
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+func (s *Store) migrate(ctx context.Context) error {
+	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("sqlite: migrations table: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("sqlite: migration %s: bad version", name)
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil || n > 0 {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return fmt.Errorf("sqlite: migration %s: %w", base, err)
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, time.Now().UnixMicro())
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// tx runs fn in a write transaction (BEGIN IMMEDIATE), committing on nil.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return mapErr(err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return mapErr(err)
+	}
+	return mapErr(tx.Commit())
+}
+
+// mapErr turns driver errors into fault kinds by SQLite result code.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fault.E(fault.NotFound, "not found", err)
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() {
+		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+			return fault.E(fault.Conflict, "already exists", err)
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fault.E(fault.Unavailable, "database busy; try again", err)
+		}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fault.E(fault.Unavailable, "request cancelled", err)
+	}
+	return fault.E(fault.Internal, err)
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
+
+func notFound(err error, what string) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fault.E(fault.NotFound, what+" not found")
+	}
+	return mapErr(err)
+}

@@ -1,0 +1,64 @@
+// Command server runs Latchkey: every API area on one plain HTTP listener
+// and one HTTPS listener that accepts client certificates (for registered
+// clients' mutual-TLS login). Data lives in a SQLite file in the data
+// directory, or in PostgreSQL with -postgres.
+//
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-tls-addr 127.0.0.1:8443] [-data ./data]
+//	                         [-postgres DSN] [-allow-private-endpoints]
+//
+// On first start with an empty data directory it creates the root tenant and
+// the user "admin" (password from $PLATFORM_ADMIN_PASSWORD, else generated
+// and printed once) and prints how to log in.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/latchkey/latchkey/examples/server/serve"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "server:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg serve.Config
+	fs.StringVar(&cfg.Addr, "addr", "127.0.0.1:8080", "plain HTTP listen address")
+	fs.StringVar(&cfg.TLSAddr, "tls-addr", "127.0.0.1:8443", "HTTPS listen address (client certificates accepted); empty disables")
+	fs.StringVar(&cfg.DataDir, "data", "./data", "data directory: SQLite database, master key, TLS certificate")
+	fs.StringVar(&cfg.PostgresDSN, "postgres", "", "PostgreSQL DSN; when set, data is kept there instead of SQLite")
+	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let event-stream endpoints be on loopback or private addresses")
+	fs.StringVar(&cfg.PublicURL, "public-url", "", "external URL of the plain listener (default http://<addr>)")
+	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("-log-level: %w", err)
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	cfg.AdminPassword = os.Getenv("PLATFORM_ADMIN_PASSWORD")
+	cfg.MasterKey = os.Getenv("PLATFORM_MASTER_KEY")
+	cfg.Stdout = stdout
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serve.Run(ctx, cfg)
+}

@@ -1,0 +1,228 @@
+// Package serve runs the example server; it is a package so tests can start
+// and stop it in-process.
+package serve
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	latchkey "github.com/latchkey/latchkey"
+	"github.com/latchkey/latchkey/httpapi"
+	"github.com/latchkey/latchkey/seal"
+	"github.com/latchkey/latchkey/store/sqlite"
+)
+
+// Config configures Run.
+type Config struct {
+	Addr, TLSAddr         string
+	DataDir               string
+	PostgresDSN           string
+	AllowPrivateEndpoints bool
+	PublicURL             string
+	AdminPassword         string // "" means generate on first start
+	MasterKey             string // base64; "" means the data directory's master.key
+	Logger                *slog.Logger
+	Stdout                io.Writer
+	// Ready, when set, receives the bound addresses once the server serves.
+	Ready func(httpAddr, tlsAddr string)
+}
+
+// Run serves until ctx ends, then shuts down gracefully.
+func Run(ctx context.Context, cfg Config) error {
+	log := cfg.Logger
+	if cfg.Stdout == nil {
+		cfg.Stdout = io.Discard
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return err
+	}
+	key, err := masterKey(cfg)
+	if err != nil {
+		return err
+	}
+	if cfg.PostgresDSN != "" {
+		return errors.New("-postgres: the PostgreSQL store is not available in this build yet")
+	}
+	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "latchkey.db"), sqlite.Options{})
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	public := cfg.PublicURL
+	if public == "" {
+		public = "http://" + ln.Addr().String()
+	}
+	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	boot, err := p.Bootstrap(ctx, cfg.AdminPassword)
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+
+	opts := httpapi.Defaults()
+	opts.PublicURL = public
+	opts.Logger = log
+	h := httpapi.New(p, opts)
+
+	srv := httpapi.NewHTTPServer(cfg.Addr, h, log)
+	errc := make(chan error, 3)
+	go func() { errc <- srv.Serve(ln) }()
+
+	var tlsSrv *http.Server
+	tlsAddr := ""
+	if cfg.TLSAddr != "" {
+		cert, err := serverCertificate(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		tln, err := net.Listen("tcp", cfg.TLSAddr)
+		if err != nil {
+			return err
+		}
+		tlsAddr = tln.Addr().String()
+		tlsSrv = httpapi.NewHTTPServer(cfg.TLSAddr, h, log)
+		tlsSrv.TLSConfig = &tls.Config{
+			Certificates: []tls.Certificate{cert},
+			MinVersion:   tls.VersionTLS12,
+			// Client certificates are optional at the TLS layer and checked by
+			// the login handler against the registration.
+			ClientAuth: tls.RequestClientCert,
+		}
+		go func() { errc <- tlsSrv.Serve(tls.NewListener(tln, tlsSrv.TLSConfig)) }()
+	}
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	go func() { errc <- p.Run(runCtx) }()
+
+	log.Info("serving", "http", ln.Addr().String(), "https", tlsAddr, "data", cfg.DataDir)
+	printWelcome(cfg.Stdout, ln.Addr().String(), tlsAddr, boot.Created, boot.Password, cfg.AdminPassword != "")
+	if cfg.Ready != nil {
+		cfg.Ready(ln.Addr().String(), tlsAddr)
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	errs := []error{srv.Shutdown(shutdownCtx)}
+	if tlsSrv != nil {
+		errs = append(errs, tlsSrv.Shutdown(shutdownCtx))
+	}
+	cancelRun()
+	return errors.Join(errs...)
+}
+
+func printWelcome(w io.Writer, addr, tlsAddr string, created bool, generated string, fromEnv bool) {
+	fmt.Fprintf(w, "Latchkey is serving on http://%s", addr)
+	if tlsAddr != "" {
+		fmt.Fprintf(w, " and https://%s (client certificates accepted)", tlsAddr)
+	}
+	fmt.Fprintln(w)
+	password := "<the admin password>"
+	switch {
+	case generated != "":
+		password = generated
+		fmt.Fprintf(w, "Created the root tenant and the user \"admin\" with the generated password %s (shown only now).\n", generated)
+	case created && fromEnv:
+		password = "$PLATFORM_ADMIN_PASSWORD"
+		fmt.Fprintln(w, "Created the root tenant and the user \"admin\" with the password in $PLATFORM_ADMIN_PASSWORD.")
+	}
+	fmt.Fprintf(w, "Log in:\n  curl -s http://%s/api/v1/auth/tokens/ -H 'Content-Type: application/json' \\\n    -d '{\"name\":\"admin\",\"password\":\"%s\",\"auth_domain\":\"root\"}'\n", addr, password)
+}
+
+// masterKey returns the configured master key, or the data directory's
+// master.key, creating it (mode 0600) on first start.
+func masterKey(cfg Config) ([]byte, error) {
+	if cfg.MasterKey != "" {
+		return seal.ParseKey(cfg.MasterKey)
+	}
+	path := filepath.Join(cfg.DataDir, "master.key")
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return seal.ParseKey(string(b))
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	k := seal.NewKey()
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := f.WriteString(base64.StdEncoding.EncodeToString(k) + "\n"); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return k, f.Close()
+}
+
+// serverCertificate loads the data directory's self-signed TLS certificate,
+// creating it on first start.
+func serverCertificate(dir string) (tls.Certificate, error) {
+	certPath, keyPath := filepath.Join(dir, "server.crt"), filepath.Join(dir, "server.key")
+	if c, err := tls.LoadX509KeyPair(certPath, keyPath); err == nil {
+		return c, nil
+	}
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "latchkey localhost"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(2, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := os.WriteFile(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
+		return tls.Certificate{}, err
+	}
+	if err := os.WriteFile(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.LoadX509KeyPair(certPath, keyPath)
+}

@@ -1,0 +1,135 @@
+package httpapi
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/identity"
+)
+
+// style is the error body shape of an area (API.md).
+type style uint8
+
+const (
+	stylePlatform     style = iota // {code, codeDesc, message}
+	styleOAuth                     // RFC 6749 §5.2 {error, error_description}
+	styleProblem                   // {title, status, detail, traceId}: authenticator, audit, events, event stream
+	styleNotification              // {code, description}
+	styleProvisioning              // {code, message}
+)
+
+// statusOf is the one table from error kinds to HTTP statuses.
+var statusOf = map[fault.Kind]int{
+	fault.Invalid:         http.StatusBadRequest,
+	fault.Unauthenticated: http.StatusUnauthorized,
+	fault.Forbidden:       http.StatusForbidden,
+	fault.NotFound:        http.StatusNotFound,
+	fault.Conflict:        http.StatusConflict,
+	fault.TooLarge:        http.StatusRequestEntityTooLarge,
+	fault.TooManyRequests: http.StatusTooManyRequests,
+	fault.Unavailable:     http.StatusServiceUnavailable,
+	fault.Expired:         http.StatusForbidden,
+	fault.Internal:        http.StatusInternalServerError,
+}
+
+// codeOf names each kind in bodies that carry a machine-readable code.
+var codeOf = map[fault.Kind]string{
+	fault.Invalid:         "INVALID_REQUEST",
+	fault.Unauthenticated: "UNAUTHORIZED",
+	fault.Forbidden:       "FORBIDDEN",
+	fault.NotFound:        "NOT_FOUND",
+	fault.Conflict:        "CONFLICT",
+	fault.TooLarge:        "PAYLOAD_TOO_LARGE",
+	fault.TooManyRequests: "TOO_MANY_REQUESTS",
+	fault.Unavailable:     "SERVICE_UNAVAILABLE",
+	fault.Expired:         "EXPIRED",
+	fault.Internal:        "INTERNAL_ERROR",
+}
+
+// StatusOf returns the HTTP status for err.
+func StatusOf(err error) int { return statusOf[fault.KindOf(err)] }
+
+func messageOf(err error, status int) string {
+	if m := fault.MessageOf(err); m != "" {
+		return m
+	}
+	if status == http.StatusInternalServerError {
+		return "Internal Server Error."
+	}
+	return http.StatusText(status)
+}
+
+// writeError answers with err in the area's shape. Only internal errors are
+// logged in full: the others are the client's doing and are in the audit log.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, err error) {
+	kind := fault.KindOf(err)
+	status := statusOf[kind]
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	traceID := audit.TraceID(r.Context())
+	if status >= 500 {
+		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("method", r.Method),
+			slog.String("path", r.URL.Path), slog.String("trace", traceID), slog.Any("err", err))
+	}
+	msg := messageOf(err, status)
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="latchkey"`)
+	}
+	var body any
+	switch st {
+	case styleOAuth:
+		code := "invalid_request"
+		for _, e := range []error{identity.ErrInvalidClient, identity.ErrInvalidGrant, identity.ErrInvalidScope, identity.ErrUnsupportedGrantType, identity.ErrInvalidRequest} {
+			if errors.Is(err, e) {
+				code = e.Error()
+			}
+		}
+		switch {
+		case status >= 500:
+			code = "server_error"
+		case status == http.StatusTooManyRequests:
+			code = "temporarily_unavailable"
+		}
+		if code == "invalid_client" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="latchkey"`)
+		}
+		body = map[string]string{"error": code, "error_description": msg}
+	case styleProblem:
+		if f := fault.FieldOf(err); kind == fault.Invalid && f != "" {
+			body = map[string]any{"errors": map[string][]string{f: {msg}}, "title": "One or more validation errors occurred.", "status": status, "traceId": traceID}
+		} else {
+			body = map[string]any{"title": http.StatusText(status), "status": status, "detail": msg, "traceId": traceID}
+		}
+	case styleNotification:
+		body = map[string]string{"code": codeOf[kind], "description": msg}
+	case styleProvisioning:
+		body = map[string]any{"code": status, "message": msg}
+	default:
+		body = map[string]any{"code": status, "codeDesc": codeOf[kind], "message": msg}
+	}
+	if status == http.StatusTooManyRequests {
+		if secs := retryAfter(msg); secs != "" {
+			w.Header().Set("Retry-After", secs)
+		}
+	}
+	writeJSON(w, status, body)
+}
+
+// retryAfter extracts "in N seconds" from a throttling message.
+func retryAfter(msg string) string {
+	_, after, ok := strings.Cut(msg, " in ")
+	if !ok {
+		return ""
+	}
+	n, _, _ := strings.Cut(after, " ")
+	if _, err := strconv.Atoi(n); err != nil {
+		return ""
+	}
+	return n
+}

@@ -1,0 +1,138 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/latchkey/latchkey/fault"
+)
+
+// MaxJSONDepth bounds the nesting of request bodies, so a deeply nested
+// document cannot make a decoder recurse far.
+const MaxJSONDepth = 32
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	if v == nil {
+		return
+	}
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}
+
+// readBody reads the (already size-limited) body.
+func readBody(r *http.Request) ([]byte, error) {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, fault.E(fault.TooLarge, "request body too large", err)
+		}
+		return nil, fault.E(fault.Invalid, "cannot read request body", err)
+	}
+	return b, nil
+}
+
+// decodeJSON reads a JSON object body into v. Unknown fields are ignored;
+// malformed JSON, a wrong content type, excessive depth or trailing data are
+// fault.Invalid; an oversized body is fault.TooLarge.
+func decodeJSON(r *http.Request, v any) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return fault.E(fault.Invalid, "Content-Type must be application/json")
+		}
+	}
+	b, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	return unmarshalJSON(b, v)
+}
+
+func unmarshalJSON(b []byte, v any) error {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return fault.E(fault.Invalid, "request body is empty")
+	}
+	if err := checkDepth(b, MaxJSONDepth); err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := te.Field
+			if field == "" {
+				field = "body"
+			}
+			return fault.E(fault.Invalid, fault.Field(field), "field "+field+" must be of type "+jsonType(te.Type.Kind().String()), err)
+		}
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return fault.E(fault.Invalid, "malformed JSON at byte "+itoa(se.Offset), err)
+		}
+		return fault.E(fault.Invalid, "malformed JSON", err)
+	}
+	if dec.More() {
+		return fault.E(fault.Invalid, "unexpected data after the JSON value")
+	}
+	return nil
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "string"
+	case "bool":
+		return "boolean"
+	case "slice", "array":
+		return "array"
+	case "map", "struct":
+		return "object"
+	case "ptr", "interface":
+		return "value"
+	default:
+		return "number"
+	}
+}
+
+func itoa(n int64) string {
+	b, _ := json.Marshal(n)
+	return string(b)
+}
+
+// checkDepth scans JSON text and refuses nesting deeper than max.
+func checkDepth(b []byte, max int) error {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return fault.E(fault.Invalid, "JSON nested too deeply")
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return nil
+}

@@ -1,0 +1,202 @@
+package httpapi
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/identity"
+)
+
+func (s *Server) registerPlatform() {
+	base := s.opts.BaseURL
+	public := routeOpts{style: stylePlatform}
+	s.handle("POST", base+"/auth/tokens/{$}", public, s.login)
+	s.handle("POST", base+"/auth/tokens", public, s.login)
+
+	admin := s.platformJWT()
+	s.handle("POST", base+"/admin/tenants", admin, s.createTenant)
+	s.handle("GET", base+"/admin/tenants/{tenantId}", admin, s.getTenant)
+	s.handle("PATCH", base+"/admin/tenants/{tenantId}/settings", admin, s.updateSettings)
+	s.handle("POST", base+"/admin/tenants/{tenantId}/users", admin, s.createUser)
+	s.handle("POST", base+"/admin/tenants/{tenantId}/oauth-clients", admin, s.createOAuthClient)
+	s.handle("POST", base+"/admin/tenants/{tenantId}/api-keys", admin, s.createAPIKey)
+}
+
+type loginRequest struct {
+	Name         string `json:"name"`
+	Password     string `json:"password"`
+	AuthDomain   string `json:"auth_domain"`
+	GrantType    string `json:"grant_type"`
+	ClientID     string `json:"client_id"`
+	RefreshToken string `json:"refresh_token"`
+}
+
+// Grant types of POST {base_url}/auth/tokens/.
+const (
+	grantPassword         = "password"
+	grantClientCredential = "client_credential"
+	grantRefreshToken     = "refresh_token"
+)
+
+func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
+	var req loginRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	var (
+		resp identity.TokenResponse
+		err  error
+	)
+	switch req.GrantType {
+	case "", grantPassword:
+		resp, err = s.p.Identity.Login(r.Context(), identity.LoginRequest{Name: req.Name, Password: req.Password, AuthDomain: req.AuthDomain, RemoteAddr: r.RemoteAddr})
+	case grantRefreshToken:
+		resp, err = s.p.Identity.Refresh(r.Context(), req.RefreshToken)
+	case grantClientCredential:
+		resp, err = s.clientLogin(r, req.ClientID)
+	default:
+		err = fault.E(fault.Invalid, fault.Field("grant_type"), "grant_type must be client_credential or refresh_token, or absent for a password login")
+	}
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// clientLogin is the registered-client (mutual TLS) login.
+func (s *Server) clientLogin(r *http.Request, clientID string) (identity.TokenResponse, error) {
+	return identity.TokenResponse{}, fault.E(fault.Invalid, fault.Field("grant_type"), "client_credential login is not available on this server")
+}
+
+type tenantJSON struct {
+	ID        string             `json:"id"`
+	Code      string             `json:"code"`
+	Name      string             `json:"name"`
+	Settings  *identity.Settings `json:"settings,omitempty"`
+	CreatedAt time.Time          `json:"createdAt"`
+}
+
+func (s *Server) createTenant(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Name string `json:"name"`
+		Code string `json:"code"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	t, err := s.p.CreateTenant(r.Context(), principal(r), req.Name, req.Code)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, tenantJSON{ID: t.ID, Code: t.Code, Name: t.Name, CreatedAt: t.CreatedAt})
+	return nil
+}
+
+// tenantID returns the {tenantId} path value; a malformed id cannot name a
+// tenant, so it is answered like an unknown one.
+func tenantID(r *http.Request) (string, error) {
+	id := r.PathValue("tenantId")
+	if !identity.IsGUID(id) {
+		return "", fault.E(fault.NotFound, "tenant not found")
+	}
+	return id, nil
+}
+
+func (s *Server) getTenant(w http.ResponseWriter, r *http.Request) error {
+	id, err := tenantID(r)
+	if err != nil {
+		return err
+	}
+	t, err := s.p.Identity.GetTenant(r.Context(), principal(r), id)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tenantJSON{ID: t.ID, Code: t.Code, Name: t.Name, Settings: &t.Settings, CreatedAt: t.CreatedAt})
+	return nil
+}
+
+func (s *Server) updateSettings(w http.ResponseWriter, r *http.Request) error {
+	id, err := tenantID(r)
+	if err != nil {
+		return err
+	}
+	var patch identity.SettingsPatch
+	if err := decodeJSON(r, &patch); err != nil {
+		return err
+	}
+	t, err := s.p.Identity.UpdateSettings(r.Context(), principal(r), id, patch)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, tenantJSON{ID: t.ID, Code: t.Code, Name: t.Name, Settings: &t.Settings, CreatedAt: t.CreatedAt})
+	return nil
+}
+
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
+	id, err := tenantID(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Name     string   `json:"name"`
+		Password string   `json:"password"`
+		Roles    []string `json:"roles"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	u, err := s.p.Identity.CreateUser(r.Context(), principal(r), id, req.Name, req.Password, req.Roles)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"id": u.ID.String(), "name": u.Name, "roles": u.Roles, "createdAt": u.CreatedAt})
+	return nil
+}
+
+func (s *Server) createOAuthClient(w http.ResponseWriter, r *http.Request) error {
+	id, err := tenantID(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Name   string   `json:"name"`
+		Scopes []string `json:"scopes"`
+		Role   string   `json:"role"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	c, secret, err := s.p.Identity.CreateOAuthClient(r.Context(), principal(r), id, req.Name, req.Scopes, req.Role)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"client_id": c.ID, "client_secret": secret, "name": c.Name, "scopes": c.Scopes, "role": c.Role, "createdAt": c.CreatedAt})
+	return nil
+}
+
+func (s *Server) createAPIKey(w http.ResponseWriter, r *http.Request) error {
+	id, err := tenantID(r)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Name   string   `json:"name"`
+		UserID string   `json:"userId"`
+		Areas  []string `json:"areas"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	k, key, err := s.p.Identity.CreateAPIKey(r.Context(), principal(r), id, req.Name, req.UserID, req.Areas)
+	if err != nil {
+		return err
+	}
+	body := map[string]any{"id": k.ID, "key": key, "name": k.Name, "areas": k.Areas, "createdAt": k.CreatedAt}
+	if k.UserID != nil {
+		body["userId"] = k.UserID.String()
+	}
+	writeJSON(w, http.StatusCreated, body)
+	return nil
+}

@@ -1,0 +1,205 @@
+// Package httpapi serves the platform over net/http. Handlers decode the
+// request, call one Platform method and encode the answer; authentication,
+// tracing, body limits and the error table live here once.
+package httpapi
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	latchkey "github.com/latchkey/latchkey"
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/identity"
+)
+
+// Options configure the HTTP layer. Each area's base URL is a path prefix
+// on this handler; the defaults are those of API.md.
+type Options struct {
+	BaseURL          string // {base_url}, default "/api/v1"
+	AuthURL          string // {auth_url}, default "" (root)
+	AuditURL         string // {audit_url}, default "/audit"
+	AuthenticatorURL string // {authenticator_url}, default "" (root)
+	NotificationURL  string // {notification_url}, default "/notification"
+	EventStreamURL   string // {eventstream_url}, default "/eventstream"
+	EventsURL        string // {events_url}, default "/events"
+	ProvisioningURL  string // {provisioning_url}, default "" (root)
+
+	// PublicURL is the server's external origin (scheme://host[:port]), used
+	// in absolute links and the authorization server metadata.
+	PublicURL string
+	// MaxBodyBytes bounds JSON request bodies; default 1 MiB.
+	MaxBodyBytes int64
+	Logger       *slog.Logger
+}
+
+// Defaults returns API.md's default options.
+func Defaults() Options {
+	return Options{
+		BaseURL: "/api/v1", AuditURL: "/audit", NotificationURL: "/notification",
+		EventStreamURL: "/eventstream", EventsURL: "/events",
+		PublicURL: "http://127.0.0.1:8080", MaxBodyBytes: 1 << 20,
+	}
+}
+
+// Route describes one registered route; Routes lists them so tests can walk
+// every route (tenant isolation, fuzzing) without a list kept by hand.
+type Route struct {
+	Method  string
+	Pattern string // net/http pattern path, e.g. /api/v1/admin/tenants/{tenantId}
+	Auth    string // "none", "platform-jwt", "oauth:<scope>", "apikey:<area>", "signed-url", ...
+}
+
+// Server is the platform's http.Handler.
+type Server struct {
+	p      *latchkey.Platform
+	opts   Options
+	log    *slog.Logger
+	mux    *http.ServeMux
+	routes []Route
+}
+
+// New returns a Server for p.
+func New(p *latchkey.Platform, opts Options) *Server {
+	d := Defaults()
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = d.MaxBodyBytes
+	}
+	if opts.PublicURL == "" {
+		opts.PublicURL = d.PublicURL
+	}
+	opts.PublicURL = strings.TrimSuffix(opts.PublicURL, "/")
+	if opts.Logger == nil {
+		opts.Logger = p.Logger()
+	}
+	s := &Server{p: p, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	s.registerPlatform()
+	s.registerOAuth()
+	s.registerMisc()
+	return s
+}
+
+// Routes returns every registered route.
+func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
+
+// ServeHTTP implements http.Handler: it assigns the trace id, recovers from
+// panics (a 500, never a dropped connection) and dispatches.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	traceID := traceIDFrom(r.Header.Get("traceparent"))
+	w.Header().Set("X-Trace-Id", traceID)
+	ctx := audit.WithTraceID(r.Context(), traceID)
+	r = r.WithContext(ctx)
+	defer func() {
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "trace", traceID, "panic", v, "stack", string(debug.Stack()))
+			s.writeError(w, r, stylePlatform, fault.E(fault.Internal, fmt.Errorf("panic: %v", v)))
+		}
+	}()
+	s.mux.ServeHTTP(w, r)
+}
+
+// traceIDFrom takes the trace id of a W3C traceparent header
+// (version-traceid-parentid-flags) or makes a new one.
+func traceIDFrom(tp string) string {
+	parts := strings.Split(strings.TrimSpace(tp), "-")
+	if len(parts) >= 4 && len(parts[0]) == 2 && parts[0] != "ff" && len(parts[1]) == 32 && isLowerHex(parts[1]) && parts[1] != strings.Repeat("0", 32) {
+		return parts[1]
+	}
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func isLowerHex(s string) bool {
+	for _, c := range s {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// handlerFunc is a handler that returns its error for the route's style.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// authFunc authenticates a request and returns its principal.
+type authFunc func(r *http.Request) (identity.Principal, error)
+
+type routeOpts struct {
+	style style
+	auth  authFunc
+	name  string // Route.Auth
+	limit int64  // body limit; 0 means Options.MaxBodyBytes
+}
+
+// handle registers h for method and path (relative to a prefix already
+// applied) with its authentication and error style.
+func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
+	if o.name == "" {
+		o.name = "none"
+	}
+	limit := o.limit
+	if limit == 0 {
+		limit = s.opts.MaxBodyBytes
+	}
+	s.routes = append(s.routes, Route{Method: method, Pattern: strings.TrimSuffix(path, "{$}"), Auth: o.name})
+	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, limit)
+		if o.auth != nil {
+			p, err := o.auth(r)
+			if err != nil {
+				s.writeError(w, r, o.style, err)
+				return
+			}
+			actor := p.UserID
+			if actor == "" {
+				actor = p.ClientID
+			}
+			if actor == "" {
+				actor = "apikey:" + p.APIKeyID
+			}
+			ctx := audit.WithActor(withPrincipal(r.Context(), p), actor, p.ClientID)
+			r = r.WithContext(ctx)
+		}
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, o.style, err)
+		}
+	})
+}
+
+type principalKey struct{}
+
+func withPrincipal(ctx context.Context, p identity.Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// principal returns the authenticated caller of a request.
+func principal(r *http.Request) identity.Principal {
+	p, _ := r.Context().Value(principalKey{}).(identity.Principal)
+	return p
+}
+
+// NewHTTPServer returns an http.Server with the timeouts and header limit
+// that keep slow or huge requests from exhausting the process.
+func NewHTTPServer(addr string, h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      120 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}

@@ -1,0 +1,142 @@
+// Package latchkey is an embeddable identity, key and token platform: user
+// and client login with JWTs, audit logs, FIDO authenticators, notification
+// and event-stream subscriptions, an events API and virtual token
+// provisioning. Each area is its own package with its own Store; Platform
+// wires them together, and package httpapi serves them over HTTP.
+//
+// A Platform needs a Store (store/sqlite by default, store/postgres for
+// several processes, store/memstore for tests) and a 32-byte master key that
+// encrypts every secret and private key at rest.
+package latchkey
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/clock"
+	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/seal"
+)
+
+// Store is what a Platform keeps its data in: every area's store.
+type Store interface {
+	identity.Store
+	audit.LogStore
+}
+
+// Config configures a Platform. Store and MasterKey are required.
+type Config struct {
+	Store     Store
+	MasterKey []byte // 32 bytes; see seal.NewKey and seal.ParseKey
+	Clock     clock.Clock
+	Logger    *slog.Logger
+
+	// Issuer is the iss claim of issued tokens, usually the server's public
+	// URL; default "latchkey".
+	Issuer string
+	// PasswordParams are the argon2id costs; default identity.OWASPMinimum.
+	// Lower values are refused unless AllowWeakPasswordHashing is set (tests).
+	PasswordParams           identity.PasswordParams
+	AllowWeakPasswordHashing bool
+	// HashConcurrency bounds simultaneous password hashes; default GOMAXPROCS.
+	HashConcurrency int
+	// PlatformTokenTTL is the lifetime of platform JWTs; default 5 minutes.
+	PlatformTokenTTL time.Duration
+}
+
+// Platform is the whole service, usable without HTTP.
+type Platform struct {
+	cfg      Config
+	log      *slog.Logger
+	sealer   *seal.Sealer
+	recorder *audit.Recorder
+
+	// Identity is area A: tenants, users, clients, API keys and tokens.
+	Identity *identity.Service
+
+	closeOnce sync.Once
+}
+
+// New builds a Platform: it opens or creates the signing keys and starts the
+// audit recorder. Call Close when done; Close does not close the Store.
+func New(ctx context.Context, cfg Config) (*Platform, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("latchkey: Config.Store is required")
+	}
+	sealer, err := seal.New(cfg.MasterKey)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Issuer == "" {
+		cfg.Issuer = "latchkey"
+	}
+	if cfg.PasswordParams == (identity.PasswordParams{}) {
+		cfg.PasswordParams = identity.OWASPMinimum
+	}
+	if !cfg.PasswordParams.AtLeast(identity.OWASPMinimum) && !cfg.AllowWeakPasswordHashing {
+		return nil, errors.New("latchkey: PasswordParams are below OWASP's minimum for argon2id")
+	}
+	keys, err := identity.LoadKeySet(ctx, cfg.Store, sealer, cfg.Clock, cfg.Issuer)
+	if err != nil {
+		return nil, err
+	}
+	p := &Platform{cfg: cfg, log: cfg.Logger, sealer: sealer}
+	p.recorder = audit.NewRecorder(cfg.Store, cfg.Clock, cfg.Logger)
+	p.Identity = identity.NewService(identity.Config{
+		Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Hasher:           identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency),
+		PlatformTokenTTL: cfg.PlatformTokenTTL,
+	})
+	return p, nil
+}
+
+// Clock returns the platform's clock.
+func (p *Platform) Clock() clock.Clock { return p.cfg.Clock }
+
+// Logger returns the platform's logger.
+func (p *Platform) Logger() *slog.Logger { return p.log }
+
+// Audit returns the sink every area records to.
+func (p *Platform) Audit() audit.Sink { return p.recorder }
+
+// Bootstrap creates the root tenant and its "admin" user on an empty store
+// (see identity.Service.Bootstrap) and the root tenant's service instances.
+func (p *Platform) Bootstrap(ctx context.Context, adminPassword string) (identity.BootstrapResult, error) {
+	res, err := p.Identity.Bootstrap(ctx, adminPassword)
+	if err != nil {
+		return res, err
+	}
+	return res, p.recorder.EnsureInstances(ctx, res.Tenant.ID)
+}
+
+// CreateTenant creates a tenant and its service instances.
+func (p *Platform) CreateTenant(ctx context.Context, by identity.Principal, name, code string) (identity.Tenant, error) {
+	t, err := p.Identity.CreateTenant(ctx, by, name, code)
+	if err != nil {
+		return t, err
+	}
+	return t, p.recorder.EnsureInstances(ctx, t.ID)
+}
+
+// Run runs the background workers until ctx ends.
+func (p *Platform) Run(ctx context.Context) error {
+	<-ctx.Done()
+	return nil
+}
+
+// Close stops the platform's workers and waits for queued audit records to
+// be written. It does not close the Store.
+func (p *Platform) Close() error {
+	p.closeOnce.Do(p.recorder.Close)
+	return nil
+}

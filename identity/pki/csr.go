@@ -46,13 +46,13 @@ func ParseCSR(pemText string) (*x509.CertificateRequest, error) {
 		return nil, fault.E(op, fault.Invalid, csrField,
 			fmt.Sprintf("csr is %d bytes; at most %d allowed", len(pemText), MaxCSRSize))
 	}
-	data := []byte(pemText)
-	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("-----BEGIN ")) {
-		return nil, fault.E(op, fault.Invalid, csrField, "csr is not PEM")
-	}
+	data := bytes.TrimSpace([]byte(pemText))
 	block, rest := pem.Decode(data)
 	if block == nil {
 		return nil, fault.E(op, fault.Invalid, csrField, "csr is not PEM")
+	}
+	if !bytes.HasPrefix(data, []byte("-----BEGIN ")) {
+		return nil, fault.E(op, fault.Invalid, csrField, "csr has data before its PEM block")
 	}
 	if next, _ := pem.Decode(rest); next != nil {
 		return nil, fault.E(op, fault.Invalid, csrField, "csr must contain exactly one PEM block; found more")

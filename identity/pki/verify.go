@@ -24,10 +24,12 @@ func Fingerprint(certDER []byte) string {
 // VerifyClientCert checks the certificate a client presents when it logs in
 // with grant_type client_credential. chain is the TLS peer chain, leaf first
 // (tls.ConnectionState.PeerCertificates); only the leaf is used, since the
-// CA issues client certificates directly. The leaf must be issued by ca,
-// valid for client authentication at now, and its [Fingerprint] must equal
-// expectedFingerprint (case-insensitive hex), the one stored at
-// registration; the comparison takes constant time.
+// CA issues client certificates directly. The leaf must not be a CA
+// certificate, must be issued by ca and valid for client authentication at
+// now, and its [Fingerprint] must equal expectedFingerprint
+// (case-insensitive hex), the one stored at registration; the comparison
+// takes constant time. The TLS handshake has already proved that the client
+// holds the leaf's private key; this check binds that key to the client.
 //
 // Every refusal is fault.Unauthenticated. The messages say what is wrong with
 // the certificate but never reveal the expected fingerprint.
@@ -40,6 +42,11 @@ func VerifyClientCert(ca *CA, chain []*x509.Certificate, expectedFingerprint str
 		return fault.E(op, fault.Unauthenticated, "no client certificate was presented")
 	}
 	leaf := chain[0]
+	if leaf.IsCA {
+		// The CA's own certificate chains to itself and carries ClientAuth;
+		// it must never pass as a client's.
+		return fault.E(op, fault.Unauthenticated, "client certificate is a CA certificate")
+	}
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.cert)
 	_, err := leaf.Verify(x509.VerifyOptions{

@@ -161,7 +161,9 @@ func LoadCA(certPEM, sealedKey []byte, s *seal.Sealer) (*CA, error) {
 //
 // The validity is [notBefore, notAfter] truncated to the second and clipped
 // to the CA's own validity, so a client certificate never outlives the CA.
-// When nothing is left after clipping, Sign returns fault.Invalid.
+// An empty or reversed period is fault.Invalid (field cert_lifetime_days);
+// a period entirely outside the CA's validity, which means the CA has
+// expired, is fault.Internal.
 //
 // Sign applies the same key and signature policy as [ParseCSR], so a
 // request built by other means is held to the same rules.
@@ -182,6 +184,9 @@ func (ca *CA) Sign(csr *x509.CertificateRequest, subject pkix.Name, notBefore, n
 	}
 	notBefore = notBefore.UTC().Truncate(time.Second)
 	notAfter = notAfter.UTC().Truncate(time.Second)
+	if !notAfter.After(notBefore) {
+		return nil, nil, fault.E(op, fault.Invalid, fault.Field("cert_lifetime_days"), "certificate validity is empty")
+	}
 	if notBefore.Before(ca.cert.NotBefore) {
 		notBefore = ca.cert.NotBefore
 	}
@@ -189,8 +194,9 @@ func (ca *CA) Sign(csr *x509.CertificateRequest, subject pkix.Name, notBefore, n
 		notAfter = ca.cert.NotAfter
 	}
 	if !notAfter.After(notBefore) {
-		return nil, nil, fault.E(op, fault.Invalid, fault.Field("cert_lifetime_days"),
-			"certificate validity is empty once limited to the client CA's validity")
+		// The CA has expired (or the clock is wrong): no client can fix that.
+		return nil, nil, fault.E(op, fault.Internal,
+			fmt.Errorf("client CA (valid %v to %v) cannot issue for %v to %v", ca.cert.NotBefore, ca.cert.NotAfter, notBefore, notAfter))
 	}
 	serial, err = randomSerial()
 	if err != nil {

@@ -179,9 +179,13 @@ func TestSignValidityIsClippedToCA(t *testing.T) {
 		{name: "starts before CA", notBefore: t0.Add(-time.Hour), notAfter: t0.Add(time.Hour), wantFrom: caCert.NotBefore, wantTo: t0.Add(time.Hour)},
 		{name: "ends after CA", notBefore: t0, notAfter: t0.Add(20 * 365 * 24 * time.Hour), wantFrom: t0, wantTo: caCert.NotAfter},
 		{name: "CA expired", notBefore: caCert.NotAfter.Add(time.Hour), notAfter: caCert.NotAfter.Add(2 * time.Hour),
-			wantErr: &refusal{fault.Invalid, "cert_lifetime_days", "certificate validity is empty once limited to the client CA's validity"}},
+			wantErr: &refusal{Kind: fault.Internal}},
+		{name: "before the CA", notBefore: t0.Add(-2 * time.Hour), notAfter: t0.Add(-time.Hour),
+			wantErr: &refusal{Kind: fault.Internal}},
 		{name: "reversed", notBefore: t0.Add(time.Hour), notAfter: t0,
-			wantErr: &refusal{fault.Invalid, "cert_lifetime_days", "certificate validity is empty once limited to the client CA's validity"}},
+			wantErr: &refusal{fault.Invalid, "cert_lifetime_days", "certificate validity is empty"}},
+		{name: "empty after truncation", notBefore: t0.Add(100 * time.Millisecond), notAfter: t0.Add(900 * time.Millisecond),
+			wantErr: &refusal{fault.Invalid, "cert_lifetime_days", "certificate validity is empty"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

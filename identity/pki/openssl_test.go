@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,8 +79,7 @@ func TestOpenSSLInterop(t *testing.T) {
 			if err != nil {
 				t.Fatalf("SubjectFor: %v", err)
 			}
-			now := time.Now() // openssl verify checks against the real clock
-			der, _, err := ca.Sign(csr, subject, now.Add(-time.Minute), now.Add(24*time.Hour))
+			der, _, err := ca.Sign(csr, subject, t0, t0.Add(24*time.Hour))
 			if err != nil {
 				t.Fatalf("Sign: %v", err)
 			}
@@ -90,12 +90,15 @@ func TestOpenSSLInterop(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "leaf.pem"), leaf, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			out, err := openssl(t, dir, "verify", "-CAfile", "ca.pem", "-purpose", "sslclient", "leaf.pem")
+			out, err := openssl(t, dir, "verify", "-attime", strconv.FormatInt(t0.Add(time.Hour).Unix(), 10), "-CAfile", "ca.pem", "-purpose", "sslclient", "leaf.pem")
 			if err != nil || !strings.Contains(out, "leaf.pem: OK") {
 				t.Fatalf("openssl verify -purpose sslclient: %v\n%s", err, out)
 			}
-			if out, err := openssl(t, dir, "verify", "-CAfile", "ca.pem", "-purpose", "sslserver", "leaf.pem"); err == nil {
+			if out, err := openssl(t, dir, "verify", "-attime", strconv.FormatInt(t0.Add(time.Hour).Unix(), 10), "-CAfile", "ca.pem", "-purpose", "sslserver", "leaf.pem"); err == nil {
 				t.Errorf("openssl verify -purpose sslserver accepted a client certificate:\n%s", out)
+			}
+			if out, err := openssl(t, dir, "verify", "-attime", strconv.FormatInt(t0.Add(25*time.Hour).Unix(), 10), "-CAfile", "ca.pem", "-purpose", "sslclient", "leaf.pem"); err == nil {
+				t.Errorf("openssl verify accepted an expired client certificate:\n%s", out)
 			}
 			// The key openssl made is the key in the certificate.
 			certPub, err := openssl(t, dir, "x509", "-in", "leaf.pem", "-noout", "-pubkey")

@@ -1,0 +1,106 @@
+package bench_test
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/latchkey/latchkey/identity"
+)
+
+// P1: POST /oauth/v1/token (client_credentials) over loopback HTTP, audit
+// record included, against a bare net/http handler that parses the same form
+// and signs one ES256 JWT per request.
+func BenchmarkP1TokenEndpoint(b *testing.B) {
+	b.Run("baseline=bare-es256-handler", func(b *testing.B) {
+		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.ParseForm()
+			now := time.Now()
+			tok, _ := jwt.NewWithClaims(jwt.SigningMethodES256, jwt.MapClaims{
+				"sub": r.Form.Get("client_id"), "iat": now.Unix(), "exp": now.Add(time.Hour).Unix(), "scope": "audit:export",
+			}).SignedString(key)
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
+		}))
+		defer srv.Close()
+		c := loopbackClient()
+		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"c"}, "client_secret": {"s"}}
+		b.SetParallelism(32) // 64 concurrent clients on 2 cores, as the target's wrk -c64
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				resp, err := postForm(c, srv.URL, form)
+				drain(b, resp, err)
+			}
+		})
+	})
+	b.Run("latchkey", func(b *testing.B) {
+		e := newEnv(b, identity.OWASPMinimum)
+		c, secret, err := e.p.Identity.CreateOAuthClient(b.Context(), e.admin, e.root.ID, "bench", []string{identity.ScopeAuditExport}, identity.RoleTenantAdmin)
+		if err != nil {
+			b.Fatal(err)
+		}
+		form := url.Values{"grant_type": {"client_credentials"}, "client_id": {c.ID}, "client_secret": {secret}}
+		b.SetParallelism(32)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				resp, err := postForm(e.client, e.srv.URL+"/oauth/v1/token", form)
+				drain(b, resp, err)
+			}
+		})
+	})
+}
+
+// P2: an authenticated small GET (bearer platform JWT) against the same
+// store read and JSON answer without authentication.
+func BenchmarkP2AuthenticatedGet(b *testing.B) {
+	e := newEnv(b, identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1})
+	tok, err := e.p.Identity.Login(b.Context(), identity.LoginRequest{Name: identity.AdminName, Password: "bench-password-1"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("baseline=same-read-no-auth", func(b *testing.B) {
+		st := e.p.Identity.Store()
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			t, err := st.GetTenant(r.Context(), e.root.ID)
+			if err != nil {
+				http.Error(w, err.Error(), 500)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			json.NewEncoder(w).Encode(map[string]any{"id": t.ID, "code": t.Code, "name": t.Name, "settings": t.Settings, "createdAt": t.CreatedAt})
+		}))
+		defer srv.Close()
+		b.SetParallelism(32)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				resp, err := e.client.Get(srv.URL)
+				drain(b, resp, err)
+			}
+		})
+	})
+	b.Run("latchkey", func(b *testing.B) {
+		u := e.srv.URL + "/api/v1/admin/tenants/" + e.root.ID
+		b.SetParallelism(32)
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				req, _ := http.NewRequest("GET", u, nil)
+				req.Header.Set("Authorization", "Bearer "+tok.JWT)
+				resp, err := e.client.Do(req)
+				drain(b, resp, err)
+			}
+		})
+	})
+}

@@ -228,6 +228,11 @@ func WriteArchive(w io.Writer, meta ArchiveMeta, records iter.Seq2[Record, error
 	}
 	modified := meta.CreatedAt.UTC()
 	zw := zip.NewWriter(w)
+	// Fastest Deflate: audit JSON compresses well at any level, and the
+	// export's cost is dominated by compression otherwise (TARGETS.md P7).
+	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
+		return flate.NewWriter(w, flate.BestSpeed)
+	})
 
 	// The logs file is written straight into the ZIP.
 	fw, err := zw.CreateHeader(&zip.FileHeader{Name: LogsFile, Method: zip.Deflate, Modified: modified})
@@ -243,7 +248,7 @@ func WriteArchive(w io.Writer, meta ArchiveMeta, records iter.Seq2[Record, error
 		scratch = new(memScratch)
 	}
 	sw := &countWriter{w: scratch}
-	cz, err := flate.NewWriter(sw, flate.DefaultCompression)
+	cz, err := flate.NewWriter(sw, flate.BestSpeed)
 	if err != nil {
 		return Summary{}, err
 	}
@@ -266,7 +271,7 @@ func WriteArchive(w io.Writer, meta ArchiveMeta, records iter.Seq2[Record, error
 		if rec.Seq <= sum.LastSeq || len(rec.Hash) == 0 {
 			return Summary{}, fmt.Errorf("audit: WriteArchive: record %d out of order or without a hash", rec.Seq)
 		}
-		b, err := json.Marshal(rec)
+		b, err := rec.MarshalJSON() // not json.Marshal: that would re-scan the output
 		if err != nil {
 			return Summary{}, fmt.Errorf("audit: WriteArchive: record %d: %w", rec.Seq, err)
 		}

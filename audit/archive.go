@@ -45,8 +45,9 @@ type ArchiveMeta struct {
 	// follows the logs, cannot be streamed at the same time. With a
 	// temporary file here the writer's memory stays flat whatever the number
 	// of records; when nil, an in-memory buffer is used, which grows by about
-	// 40 bytes per record (40 MB for a million). The writer writes it from
-	// offset 0 and reads it back; it does not close or truncate it.
+	// 40 bytes per record (40 MB for a million). It must be empty: the writer
+	// appends with Write, reads back from offset 0 with ReadAt, and neither
+	// closes, truncates nor removes it.
 	Scratch Scratch
 }
 

@@ -42,6 +42,7 @@ type VerifyError struct {
 	Err    error  // one of the Err* values
 }
 
+// Error names the record, the failed check and the detail.
 func (e *VerifyError) Error() string {
 	s := "audit: archive record seq " + strconv.FormatInt(e.Seq, 10) +
 		" (position " + strconv.FormatInt(e.Index, 10) + "): " + e.Err.Error()

@@ -84,11 +84,12 @@ func (r Record) MarshalJSON() ([]byte, error) {
 // SHA-256(prev || canonical JSON of the record with its sequence number).
 // Stores call it when they append, so the chain is built inside the same
 // transaction that assigns the sequence.
+//
+// The canonical JSON is what a downloader can rebuild from an exported
+// record: see canonicalRecordJSON. It includes Seq, so a record cannot be
+// renumbered without breaking its hash.
 func ChainHash(prev []byte, r Record) []byte {
-	body, err := json.Marshal(struct {
-		Seq int64 `json:"seq"`
-		Record
-	}{r.Seq, r})
+	body, err := canonicalRecordJSON(r)
 	if err != nil {
 		// Meta holds only JSON-encodable values put there by this module.
 		panic("audit: record not encodable: " + err.Error())

@@ -47,8 +47,8 @@ func (System) NewTicker(d time.Duration) Ticker { return sysTicker{time.NewTicke
 
 type sysTimer struct{ t *time.Timer }
 
-func (t sysTimer) C() <-chan time.Time         { return t.t.C }
-func (t sysTimer) Stop() bool                  { return t.t.Stop() }
+func (t sysTimer) C() <-chan time.Time        { return t.t.C }
+func (t sysTimer) Stop() bool                 { return t.t.Stop() }
 func (t sysTimer) Reset(d time.Duration) bool { return t.t.Reset(d) }
 
 type sysTicker struct{ t *time.Ticker }

@@ -1,0 +1,97 @@
+package audit_test
+
+import (
+	"bytes"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/clock/clocktest"
+	"github.com/latchkey/latchkey/fault"
+)
+
+func TestURLSigner(t *testing.T) {
+	clk := clocktest.New(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))
+	key := bytes.Repeat([]byte{7}, 32)
+	s := audit.NewURLSigner(key, clk)
+	link, exp := s.Issue("/audit/v1/archives/", "job 1", "tenant-a")
+	if want := clk.Now().Add(audit.URLValidity); !exp.Equal(want) {
+		t.Fatalf("expiry %v, want %v", exp, want)
+	}
+	u, err := url.Parse(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Path != "/audit/v1/archives/job 1" || u.RawPath != "" && !strings.HasPrefix(u.EscapedPath(), "/audit/v1/archives/job%201") {
+		t.Fatalf("path %q", u.Path)
+	}
+	q := u.Query()
+	parts := func(edit func(url.Values) string) (string, url.Values) {
+		c := url.Values{}
+		for k, v := range q {
+			c[k] = append([]string(nil), v...)
+		}
+		job := "job 1"
+		if edit != nil {
+			if j := edit(c); j != "" {
+				job = j
+			}
+		}
+		return job, c
+	}
+	flip := func(s string) string {
+		b := []byte(s)
+		if b[0] == 'A' {
+			b[0] = 'B'
+		} else {
+			b[0] = 'A'
+		}
+		return string(b)
+	}
+	tests := []struct {
+		name    string
+		advance time.Duration
+		edit    func(url.Values) string
+		want    fault.Kind
+		ok      bool
+	}{
+		{"fresh", 0, nil, 0, true},
+		{"just before expiry", audit.URLValidity - time.Second, nil, 0, true},
+		{"at expiry", audit.URLValidity, nil, fault.Expired, false},
+		{"long expired", 30 * 24 * time.Hour, nil, fault.Expired, false},
+		{"other job", 0, func(url.Values) string { return "job 2" }, fault.Forbidden, false},
+		{"other tenant", 0, func(v url.Values) string { v.Set("tenant", "tenant-b"); return "" }, fault.Forbidden, false},
+		{"expiry extended", 0, func(v url.Values) string { v.Set("expires", "9999999999"); return "" }, fault.Forbidden, false},
+		{"expiry with sign", 0, func(v url.Values) string { v.Set("expires", "+"+v.Get("expires")); return "" }, fault.Forbidden, false},
+		{"expiry not a number", 0, func(v url.Values) string { v.Set("expires", "soon"); return "" }, fault.Forbidden, false},
+		{"signature flipped", 0, func(v url.Values) string { v.Set("sig", flip(v.Get("sig"))); return "" }, fault.Forbidden, false},
+		{"signature missing", 0, func(v url.Values) string { v.Del("sig"); return "" }, fault.Forbidden, false},
+		{"signature not base64", 0, func(v url.Values) string { v.Set("sig", "!!"); return "" }, fault.Forbidden, false},
+		{"expired and tampered", 48 * time.Hour, func(v url.Values) string { v.Set("tenant", "x"); return "" }, fault.Forbidden, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := clocktest.New(clk.Now().Add(tc.advance))
+			v := audit.NewURLSigner(key, c)
+			job, q := parts(tc.edit)
+			err := v.VerifyQuery(job, q)
+			if (err == nil) != tc.ok {
+				t.Fatalf("Verify = %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil {
+				if diff := cmp.Diff(tc.want, fault.KindOf(err)); diff != "" {
+					t.Errorf("kind (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+	t.Run("other key", func(t *testing.T) {
+		other := audit.NewURLSigner(bytes.Repeat([]byte{8}, 32), clk)
+		if err := other.VerifyQuery("job 1", q); !fault.Is(fault.Forbidden, err) {
+			t.Errorf("Verify with another key = %v, want forbidden", err)
+		}
+	})
+}

@@ -12,6 +12,14 @@ import (
 
 var _ audit.LogStore = (*Store)(nil)
 
+const (
+	auditInsert = `INSERT INTO audit_records (tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	auditHead   = `SELECT seq, hash FROM audit_records WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1`
+)
+
+// warmQueries are prepared at Open for use inside write transactions.
+var warmQueries = []string{auditInsert, auditHead}
+
 // AppendAuditRecords implements audit.LogStore. The chain head of each
 // tenant is read inside the write transaction, which SQLite serialises.
 func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) error {
@@ -21,15 +29,18 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 			hash []byte
 		}
 		heads := map[string]head{}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO audit_records (tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		ins, err := s.txStmt(ctx, tx, auditInsert)
 		if err != nil {
 			return err
 		}
-		defer ins.Close()
+		headQ, err := s.txStmt(ctx, tx, auditHead)
+		if err != nil {
+			return err
+		}
 		for _, r := range recs {
 			h, ok := heads[r.TenantID]
 			if !ok {
-				err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_records WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1`, r.TenantID).Scan(&h.seq, &h.hash)
+				err := headQ.QueryRowContext(ctx, r.TenantID).Scan(&h.seq, &h.hash)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return err
 				}
@@ -56,7 +67,7 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 
 // ListAuditRecords implements audit.LogStore.
 func (s *Store) ListAuditRecords(ctx context.Context, tenantID string, afterSeq int64, limit int) ([]audit.Record, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash
+	rows, err := s.query(ctx, `SELECT tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash
 		FROM audit_records WHERE tenant_id = ? AND seq > ? ORDER BY seq LIMIT ?`, tenantID, afterSeq, limit)
 	if err != nil {
 		return nil, mapErr(err)
@@ -91,7 +102,7 @@ func scanAudit(rows *sql.Rows) (audit.Record, error) {
 
 // EnsureServiceInstance implements audit.LogStore.
 func (s *Store) EnsureServiceInstance(ctx context.Context, c audit.ServiceInstance) (audit.ServiceInstance, error) {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO service_instances (id, tenant_id, name, service_type, source, created_at) VALUES (?, ?, ?, ?, ?, ?)
+	_, err := s.exec(ctx, `INSERT INTO service_instances (id, tenant_id, name, service_type, source, created_at) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (tenant_id, source) DO NOTHING`, c.ID, c.TenantID, c.Name, c.ServiceType, c.Source, micros(c.CreatedAt))
 	if err != nil {
 		return audit.ServiceInstance{}, mapErr(err)
@@ -112,10 +123,10 @@ func (s *Store) EnsureServiceInstance(ctx context.Context, c audit.ServiceInstan
 // ListServiceInstances implements audit.LogStore.
 func (s *Store) ListServiceInstances(ctx context.Context, tenantID string, offset, limit int) ([]audit.ServiceInstance, int, error) {
 	var total int
-	if err := s.r.QueryRowContext(ctx, `SELECT count(*) FROM service_instances WHERE tenant_id = ?`, tenantID).Scan(&total); err != nil {
+	if err := s.queryRow(ctx, `SELECT count(*) FROM service_instances WHERE tenant_id = ?`, tenantID).Scan(&total); err != nil {
 		return nil, 0, mapErr(err)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT id, tenant_id, name, service_type, source, created_at FROM service_instances
+	rows, err := s.query(ctx, `SELECT id, tenant_id, name, service_type, source, created_at FROM service_instances
 		WHERE tenant_id = ? ORDER BY created_at, id LIMIT ? OFFSET ?`, tenantID, limit, offset)
 	if err != nil {
 		return nil, 0, mapErr(err)

@@ -22,7 +22,7 @@ func jsonText(v any) string {
 
 // CreateTenant implements identity.Store.
 func (s *Store) CreateTenant(ctx context.Context, t identity.Tenant) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO tenants (id, code, name, settings, exchange_key, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO tenants (id, code, name, settings, exchange_key, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		t.ID, t.Code, t.Name, jsonText(t.Settings), t.ExchangeKey, micros(t.CreatedAt))
 	return mapErr(err)
 }
@@ -47,17 +47,17 @@ func scanTenant(row *sql.Row) (identity.Tenant, error) {
 
 // GetTenant implements identity.Store.
 func (s *Store) GetTenant(ctx context.Context, id string) (identity.Tenant, error) {
-	return scanTenant(s.r.QueryRowContext(ctx, `SELECT `+tenantCols+` FROM tenants WHERE id = ?`, id))
+	return scanTenant(s.queryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE id = ?`, id))
 }
 
 // GetTenantByCode implements identity.Store.
 func (s *Store) GetTenantByCode(ctx context.Context, code string) (identity.Tenant, error) {
-	return scanTenant(s.r.QueryRowContext(ctx, `SELECT `+tenantCols+` FROM tenants WHERE code = ?`, code))
+	return scanTenant(s.queryRow(ctx, `SELECT `+tenantCols+` FROM tenants WHERE code = ?`, code))
 }
 
 // UpdateTenantSettings implements identity.Store.
 func (s *Store) UpdateTenantSettings(ctx context.Context, id string, st identity.Settings) error {
-	res, err := s.w.ExecContext(ctx, `UPDATE tenants SET settings = ? WHERE id = ?`, jsonText(st), id)
+	res, err := s.exec(ctx, `UPDATE tenants SET settings = ? WHERE id = ?`, jsonText(st), id)
 	return affected(res, err, "tenant")
 }
 
@@ -75,7 +75,7 @@ func affected(res sql.Result, err error, what string) error {
 
 // CreateUser implements identity.Store.
 func (s *Store) CreateUser(ctx context.Context, u identity.User) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO users (id, tenant_id, name, password_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO users (id, tenant_id, name, password_hash, roles, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
 		u.ID[:], u.TenantID, u.Name, u.PasswordHash, jsonText(u.Roles), micros(u.CreatedAt))
 	return mapErr(err)
 }
@@ -102,17 +102,17 @@ const userCols = `id, tenant_id, name, password_hash, roles, created_at`
 
 // GetUser implements identity.Store.
 func (s *Store) GetUser(ctx context.Context, tenantID string, id identity.ObjectID) (identity.User, error) {
-	return scanUser(s.r.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE id = ? AND tenant_id = ?`, id[:], tenantID))
+	return scanUser(s.queryRow(ctx, `SELECT `+userCols+` FROM users WHERE id = ? AND tenant_id = ?`, id[:], tenantID))
 }
 
 // GetUserByName implements identity.Store.
 func (s *Store) GetUserByName(ctx context.Context, tenantID, name string) (identity.User, error) {
-	return scanUser(s.r.QueryRowContext(ctx, `SELECT `+userCols+` FROM users WHERE tenant_id = ? AND name = ?`, tenantID, name))
+	return scanUser(s.queryRow(ctx, `SELECT `+userCols+` FROM users WHERE tenant_id = ? AND name = ?`, tenantID, name))
 }
 
 // CreateOAuthClient implements identity.Store.
 func (s *Store) CreateOAuthClient(ctx context.Context, c identity.OAuthClient) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO oauth_clients (id, tenant_id, name, secret_hash, scopes, role, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO oauth_clients (id, tenant_id, name, secret_hash, scopes, role, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
 		c.ID, c.TenantID, c.Name, c.SecretHash, jsonText(c.Scopes), c.Role, micros(c.CreatedAt))
 	return mapErr(err)
 }
@@ -124,7 +124,7 @@ func (s *Store) GetOAuthClient(ctx context.Context, id string) (identity.OAuthCl
 		scopes  string
 		created int64
 	)
-	err := s.r.QueryRowContext(ctx, `SELECT id, tenant_id, name, secret_hash, scopes, role, created_at FROM oauth_clients WHERE id = ?`, id).
+	err := s.queryRow(ctx, `SELECT id, tenant_id, name, secret_hash, scopes, role, created_at FROM oauth_clients WHERE id = ?`, id).
 		Scan(&c.ID, &c.TenantID, &c.Name, &c.SecretHash, &scopes, &c.Role, &created)
 	if err != nil {
 		return identity.OAuthClient{}, notFound(err, "client")
@@ -147,7 +147,7 @@ func (s *Store) CreateAPIKey(ctx context.Context, k identity.APIKey) error {
 		v := micros(*k.RevokedAt)
 		revoked = &v
 	}
-	_, err := s.w.ExecContext(ctx, `INSERT INTO api_keys (id, hash, tenant_id, name, user_id, areas, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO api_keys (id, hash, tenant_id, name, user_id, areas, created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		k.ID, k.Hash, k.TenantID, k.Name, uid, jsonText(k.Areas), micros(k.CreatedAt), revoked)
 	return mapErr(err)
 }
@@ -161,7 +161,7 @@ func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (identity.APIK
 		created int64
 		revoked sql.NullInt64
 	)
-	err := s.r.QueryRowContext(ctx, `SELECT id, hash, tenant_id, name, user_id, areas, created_at, revoked_at FROM api_keys WHERE hash = ?`, hash).
+	err := s.queryRow(ctx, `SELECT id, hash, tenant_id, name, user_id, areas, created_at, revoked_at FROM api_keys WHERE hash = ?`, hash).
 		Scan(&k.ID, &k.Hash, &k.TenantID, &k.Name, &uid, &areas, &created, &revoked)
 	if err != nil {
 		return identity.APIKey{}, notFound(err, "api key")
@@ -184,14 +184,14 @@ func (s *Store) GetAPIKeyByHash(ctx context.Context, hash []byte) (identity.APIK
 
 // CreateSigningKey implements identity.Store.
 func (s *Store) CreateSigningKey(ctx context.Context, k identity.SigningKey) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO signing_keys (id, algorithm, private, public, created_at) VALUES (?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO signing_keys (id, algorithm, private, public, created_at) VALUES (?, ?, ?, ?, ?)`,
 		k.ID, k.Algorithm, k.Private, k.Public, micros(k.CreatedAt))
 	return mapErr(err)
 }
 
 // ListSigningKeys implements identity.Store.
 func (s *Store) ListSigningKeys(ctx context.Context) ([]identity.SigningKey, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT id, algorithm, private, public, created_at FROM signing_keys ORDER BY created_at, id`)
+	rows, err := s.query(ctx, `SELECT id, algorithm, private, public, created_at FROM signing_keys ORDER BY created_at, id`)
 	if err != nil {
 		return nil, mapErr(err)
 	}
@@ -213,7 +213,7 @@ func (s *Store) ListSigningKeys(ctx context.Context) ([]identity.SigningKey, err
 
 // CreateRefreshToken implements identity.Store.
 func (s *Store) CreateRefreshToken(ctx context.Context, t identity.RefreshToken) error {
-	_, err := s.w.ExecContext(ctx, `INSERT INTO refresh_tokens (hash, tenant_id, user_id, expires_at, created_at) VALUES (?, ?, ?, ?, ?)`,
+	_, err := s.exec(ctx, `INSERT INTO refresh_tokens (hash, tenant_id, user_id, expires_at, created_at) VALUES (?, ?, ?, ?, ?)`,
 		t.Hash, t.TenantID, t.UserID[:], micros(t.ExpiresAt), micros(t.CreatedAt))
 	return mapErr(err)
 }

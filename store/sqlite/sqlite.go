@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"modernc.org/sqlite"
@@ -32,6 +33,10 @@ var migrations embed.FS
 type Store struct {
 	w *sql.DB // the single writer
 	r *sql.DB // readers
+
+	// Prepared statements by query text: preparing costs as much as running
+	// a point query, so hot queries are prepared once per pool.
+	rstmts, wstmts sync.Map // string -> *sql.Stmt
 }
 
 // Options tune Open.
@@ -67,6 +72,10 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
+	if err := s.warm(ctx, warmQueries...); err != nil {
+		w.Close()
+		return nil, err
+	}
 	r, err := sql.Open("sqlite", dsn("_pragma", "query_only(1)"))
 	if err != nil {
 		w.Close()
@@ -79,7 +88,72 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
+	for _, m := range []*sync.Map{&s.rstmts, &s.wstmts} {
+		m.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
+	}
 	return errors.Join(s.r.Close(), s.w.Close())
+}
+
+func prepared(ctx context.Context, db *sql.DB, cache *sync.Map, query string) (*sql.Stmt, error) {
+	if st, ok := cache.Load(query); ok {
+		return st.(*sql.Stmt), nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if prev, loaded := cache.LoadOrStore(query, st); loaded {
+		st.Close()
+		return prev.(*sql.Stmt), nil
+	}
+	return st, nil
+}
+
+// queryRow runs a read query through the statement cache.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
+	st, err := prepared(ctx, s.r, &s.rstmts, query)
+	if err != nil {
+		return s.r.QueryRowContext(ctx, query, args...) // reports the error through Scan
+	}
+	return st.QueryRowContext(ctx, args...)
+}
+
+// query runs a read query through the statement cache.
+func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	st, err := prepared(ctx, s.r, &s.rstmts, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(ctx, args...)
+}
+
+// exec runs a write statement outside a transaction through the cache.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	st, err := prepared(ctx, s.w, &s.wstmts, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(ctx, args...)
+}
+
+// txStmt returns the write statement for query bound to tx. Only statements
+// warmed at Open are cached: preparing on the pool inside a transaction
+// would wait for the pool's one connection, which the transaction holds.
+func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
+	if st, ok := s.wstmts.Load(query); ok {
+		return tx.StmtContext(ctx, st.(*sql.Stmt)), nil
+	}
+	return tx.PrepareContext(ctx, query)
+}
+
+// warm prepares the hot transactional statements on the writer.
+func (s *Store) warm(ctx context.Context, queries ...string) error {
+	for _, q := range queries {
+		if _, err := prepared(ctx, s.w, &s.wstmts, q); err != nil {
+			return fmt.Errorf("sqlite: prepare %q: %w", q, err)
+		}
+	}
+	return nil
 }
 
 func (s *Store) migrate(ctx context.Context) error {

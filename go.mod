@@ -1,3 +1,9 @@
 module github.com/latchkey/latchkey
 
 go 1.26.8
+
+require (
+	github.com/google/go-cmp v0.7.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+	golang.org/x/text v0.14.0
+)

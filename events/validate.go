@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -39,7 +40,7 @@ const (
 // TimeLayout is the layout of every date-time in a validated event's Body:
 // UTC with exactly six fractional digits, so that byte order is
 // chronological order and a store can compare and index them as text.
-const TimeLayout = "2006-01-02T15:04:05.000000Z"
+const TimeLayout = filter.TimeLayout
 
 // Event is a validated event, ready to be appended to a tenant's log.
 //
@@ -328,7 +329,7 @@ func normaliseTimes(obj map[string]any, s *shape, ptr string) []FieldError {
 		switch v := v.(type) {
 		case string:
 			if sub.dateTime {
-				t, err := parseDateTime(v)
+				t, err := filter.ParseTime(v)
 				if err != nil {
 					errs = append(errs, FieldError{p, "must be an RFC 3339 date-time"})
 					continue
@@ -341,22 +342,6 @@ func normaliseTimes(obj map[string]any, s *shape, ptr string) []FieldError {
 	}
 	sortFieldErrors(errs)
 	return errs
-}
-
-// parseDateTime parses an RFC 3339 date-time, accepting the lower-case t and
-// z that RFC 3339 allows, and returns it in UTC at microsecond precision.
-func parseDateTime(s string) (time.Time, error) {
-	if len(s) > 10 && s[10] == 't' {
-		s = s[:10] + "T" + s[11:]
-	}
-	if strings.HasSuffix(s, "z") {
-		s = s[:len(s)-1] + "Z"
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return t.UTC().Truncate(time.Microsecond), nil
 }
 
 func userIDs(obj map[string]any) []string {

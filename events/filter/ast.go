@@ -33,8 +33,11 @@ import (
 // values of these types, never pointers, so trees compare with ==-style
 // deep equality.
 type Expr interface {
-	// String prints the expression in filter syntax; Parse(e.String())
-	// returns a tree equal to e. Nested And and Or are parenthesised.
+	// String prints the expression in filter syntax, with parentheses
+	// only where needed. For a tree returned by Parse, Parse(e.String())
+	// returns an equal tree, provided the printed text is within
+	// MaxLength (number and escape spellings can make it longer than the
+	// parsed text).
 	String() string
 	expr()
 }
@@ -123,8 +126,16 @@ func (v Value) String() string {
 	return "null"
 }
 
-func (e And) String() string { return group(e.Left) + " and " + group(e.Right) }
-func (e Or) String() string  { return group(e.Left) + " or " + group(e.Right) }
+// And and Or print with the parentheses precedence and left
+// associativity need, and no more, so that printing never nests deeper than
+// the text that was parsed.
+func (e And) String() string {
+	return paren(e.Left, isOr(e.Left)) + " and " + paren(e.Right, isOr(e.Right) || isAnd(e.Right))
+}
+
+func (e Or) String() string {
+	return e.Left.String() + " or " + paren(e.Right, isOr(e.Right))
+}
 func (e Not) String() string { return "not (" + e.X.String() + ")" }
 
 func (e Compare) String() string {
@@ -134,12 +145,12 @@ func (e Compare) String() string {
 	return e.Path.String() + " " + string(e.Op) + " " + e.Value.String()
 }
 
-// group parenthesises binary operands so that printing never depends on
-// precedence or associativity.
-func group(e Expr) string {
-	switch e.(type) {
-	case And, Or:
+func paren(e Expr, need bool) string {
+	if need {
 		return "(" + e.String() + ")"
 	}
 	return e.String()
 }
+
+func isAnd(e Expr) bool { _, ok := e.(And); return ok }
+func isOr(e Expr) bool  { _, ok := e.(Or); return ok }

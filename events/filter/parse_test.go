@@ -199,9 +199,15 @@ func TestString(t *testing.T) {
 		in   filter.Expr
 		want string
 	}{
-		{filter.Or{filter.And{a, b}, filter.Not{d}}, `(a eq 1 and b eq 2) or not (d eq 3)`},
+		{filter.Or{filter.And{a, b}, filter.Not{d}}, `a eq 1 and b eq 2 or not (d eq 3)`},
 		{filter.And{a, filter.Or{b, d}}, `a eq 1 and (b eq 2 or d eq 3)`},
+		{filter.And{filter.Or{a, b}, d}, `(a eq 1 or b eq 2) and d eq 3`},
 		{filter.Or{a, filter.Or{b, d}}, `a eq 1 or (b eq 2 or d eq 3)`},
+		{filter.Or{filter.Or{a, b}, d}, `a eq 1 or b eq 2 or d eq 3`},
+		{filter.Or{a, filter.And{b, d}}, `a eq 1 or b eq 2 and d eq 3`},
+		{filter.And{filter.And{a, b}, d}, `a eq 1 and b eq 2 and d eq 3`},
+		{filter.And{a, filter.And{b, d}}, `a eq 1 and (b eq 2 and d eq 3)`},
+		{filter.Not{filter.Or{a, b}}, `not (a eq 1 or b eq 2)`},
 		{c("x.y", filter.Co, str("a\"<b>")), `x.y co "a\"<b>"`},
 		{c("x", filter.Eq, num(1e21)), `x eq 1e+21`},
 		{c("x", filter.Ne, null), `x ne null`},

@@ -121,3 +121,14 @@ func TestSchemaFields(t *testing.T) {
 		t.Errorf("meta-schema fields (-spec +schema):\n%s", diff)
 	}
 }
+
+func TestMetaSchemaIsACopy(t *testing.T) {
+	s := events.MetaSchemaJSON()
+	if !strings.Contains(string(s), `"https://json-schema.org/draft/2020-12/schema"`) {
+		t.Fatalf("not a 2020-12 schema: %.100s", s)
+	}
+	s[0] = 'x'
+	if events.MetaSchemaJSON()[0] == 'x' {
+		t.Error("MetaSchemaJSON shares its bytes")
+	}
+}

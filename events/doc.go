@@ -6,7 +6,7 @@
 // An event's type is event_type_id: three digits for native types, whose
 // hundreds digit gives the category (see Categories and CATALOG.md), or a
 // number of MinExternalTypeID and above for types defined by applications.
-// The fake type 000 is the meta-schema, MetaSchema000, which holds every
+// The fake type 000 is the meta-schema (see MetaSchemaJSON), which holds every
 // field an event may carry; native types use a subset (Type.Fields).
 //
 // ValidateExternal applies the specification's posting rules and returns a

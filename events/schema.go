@@ -10,14 +10,16 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// MetaSchema000 is the JSON Schema (draft 2020-12) of the fake event type
-// 000: every attribute an event may carry. It is the one source of truth for
-// validation and for which attributes are kept; CATALOG.md describes it.
-//
 //go:embed schema/000.schema.json
-var MetaSchema000 []byte
+var metaSchema000 []byte
 
-// metaSchemaURL is the $id of MetaSchema000.
+// MetaSchemaJSON returns a copy of the JSON Schema (draft 2020-12) of the fake
+// event type 000: every attribute an event may carry. It is the one source of
+// truth for validation and for which attributes are kept, and may be served
+// to applications that post events; CATALOG.md lists its fields.
+func MetaSchemaJSON() []byte { return bytes.Clone(metaSchema000) }
+
+// metaSchemaURL is the $id of the meta-schema.
 const metaSchemaURL = "https://latchkey.invalid/schemas/events/000.json"
 
 // shape is the tree of known attributes read from the schema: the pruning
@@ -34,10 +36,10 @@ type compiled struct {
 	shape  *shape
 }
 
-// metaSchema compiles MetaSchema000 once. The schema is embedded and tested,
+// metaSchema compiles the meta-schema once. The schema is embedded and tested,
 // so a failure is a programming error and panics.
 var metaSchema = sync.OnceValue(func() compiled {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(MetaSchema000))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(metaSchema000))
 	if err != nil {
 		panic(fmt.Sprintf("events: embedded meta-schema: %v", err))
 	}

@@ -71,6 +71,7 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
+// String gives "pointer: message", or the message alone for the event itself.
 func (e FieldError) String() string {
 	if e.Pointer == "" {
 		return e.Message
@@ -82,6 +83,7 @@ func (e FieldError) String() string {
 // so that callers who want one can use Err.
 type FieldErrors []FieldError
 
+// Error joins the reasons in one line.
 func (fe FieldErrors) Error() string {
 	s := make([]string, len(fe))
 	for i, e := range fe {

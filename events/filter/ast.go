@@ -68,6 +68,7 @@ func (Compare) expr() {}
 // end_user.segment is Path{"end_user", "segment"}.
 type Path []string
 
+// String gives the dotted form, as written in a filter.
 func (p Path) String() string { return strings.Join(p, ".") }
 
 // Op is a comparison operator, in lower case.
@@ -110,6 +111,8 @@ type Value struct {
 	Bool bool
 }
 
+// String gives the literal in filter syntax: a JSON string, number,
+// true, false or null.
 func (v Value) String() string {
 	switch v.Kind {
 	case String:
@@ -129,15 +132,20 @@ func (v Value) String() string {
 // And and Or print with the parentheses precedence and left
 // associativity need, and no more, so that printing never nests deeper than
 // the text that was parsed.
+// String implements Expr.
 func (e And) String() string {
 	return paren(e.Left, isOr(e.Left)) + " and " + paren(e.Right, isOr(e.Right) || isAnd(e.Right))
 }
 
+// String implements Expr.
 func (e Or) String() string {
 	return e.Left.String() + " or " + paren(e.Right, isOr(e.Right))
 }
+
+// String implements Expr.
 func (e Not) String() string { return "not (" + e.X.String() + ")" }
 
+// String implements Expr.
 func (e Compare) String() string {
 	if e.Op == Pr {
 		return e.Path.String() + " pr"

@@ -26,6 +26,7 @@ type SyntaxError struct {
 	err error
 }
 
+// Error gives "filter: position N: message".
 func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("filter: position %d: %s", e.Pos, e.Msg)
 }

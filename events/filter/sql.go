@@ -1,0 +1,333 @@
+package filter
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/latchkey/latchkey/fault"
+)
+
+// Engine names a SQL database engine.
+type Engine uint8
+
+// The supported engines.
+const (
+	SQLite     Engine = iota + 1 // json_extract(body, '$.a.b'), ? placeholders
+	PostgreSQL                   // body #>> '{a,b}' on a jsonb column, $N placeholders
+)
+
+// Dialect says how to write SQL for one store.
+type Dialect struct {
+	Engine Engine
+	// FirstArg is the number of the first PostgreSQL placeholder, for
+	// fragments placed after other parameters ($1 tenant, $2 user, ...);
+	// 0 means 1. SQLite ignores it.
+	FirstArg int
+	// Body is the column holding the event's JSON (jsonb for PostgreSQL);
+	// "" means "body".
+	Body string
+}
+
+// SQL compiles e into a boolean SQL expression for a WHERE clause, with its
+// arguments in placeholder order. Paths found in cols (key: dotted path such
+// as "event_type_id"; value: a column name such as "type_id") use that
+// column, so the store's indexes serve them; other paths read the JSON body.
+//
+// User input never enters the SQL text: values become arguments, and paths,
+// column names and the body column are checked against
+// [A-Za-z_][A-Za-z0-9_]* (columns may be qualified once, t.col) before use.
+//
+// The result agrees with Match on the stored body when the store keeps:
+//   - in each column of cols, the attribute's string value as text, NULL
+//     when absent (so a number or boolean literal never matches a column);
+//   - every date-time in TimeLayout, as the events package writes them.
+//     Date-time literals are rewritten to TimeLayout for comparisons, so
+//     text order is time order; attributes that hold date-times without
+//     being date-time fields of the schema compare as text and can differ
+//     from Match.
+//
+// Every compiled comparison is two-valued (never NULL), so not, and and or
+// behave as in Match. Comparisons with arrays and objects never match. co,
+// sw and ew are case-sensitive in both engines: PostgreSQL uses LIKE with
+// %, _ and \ escaped; SQLite uses instr and substr, because its LIKE ignores
+// ASCII case. PostgreSQL orders text with COLLATE "C" (byte order), as Match
+// does.
+func SQL(e Expr, d Dialect, cols map[string]string) (where string, args []any, err error) {
+	if d.Engine != SQLite && d.Engine != PostgreSQL {
+		return "", nil, fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("unknown engine %d", d.Engine))
+	}
+	if d.Body == "" {
+		d.Body = "body"
+	}
+	if d.FirstArg <= 0 {
+		d.FirstArg = 1
+	}
+	if !validColumn(d.Body) {
+		return "", nil, fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("invalid body column %q", d.Body))
+	}
+	for path, col := range cols {
+		if !validColumn(col) {
+			return "", nil, fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("invalid column %q for %q", col, path))
+		}
+	}
+	c := &compiler{d: d, cols: cols}
+	var b strings.Builder
+	if err := c.expr(&b, e); err != nil {
+		return "", nil, err
+	}
+	return b.String(), c.args, nil
+}
+
+type compiler struct {
+	d    Dialect
+	cols map[string]string
+	args []any
+}
+
+// arg adds a parameter and returns its placeholder.
+func (c *compiler) arg(v any) string {
+	c.args = append(c.args, v)
+	if c.d.Engine == SQLite {
+		return "?"
+	}
+	return "$" + strconv.Itoa(c.d.FirstArg+len(c.args)-1)
+}
+
+func (c *compiler) expr(b *strings.Builder, e Expr) error {
+	switch e := e.(type) {
+	case And:
+		return c.binary(b, e.Left, " AND ", e.Right)
+	case Or:
+		return c.binary(b, e.Left, " OR ", e.Right)
+	case Not:
+		b.WriteString("NOT (")
+		if err := c.expr(b, e.X); err != nil {
+			return err
+		}
+		b.WriteByte(')')
+		return nil
+	case Compare:
+		leaf, err := c.compare(e)
+		if err != nil {
+			return err
+		}
+		b.WriteString("COALESCE(" + leaf + ", FALSE)")
+		return nil
+	}
+	return fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("unknown expression %T", e))
+}
+
+func (c *compiler) binary(b *strings.Builder, l Expr, op string, r Expr) error {
+	b.WriteByte('(')
+	if err := c.expr(b, l); err != nil {
+		return err
+	}
+	b.WriteString(op)
+	if err := c.expr(b, r); err != nil {
+		return err
+	}
+	b.WriteByte(')')
+	return nil
+}
+
+// access is how one attribute is read: its text (or SQL scalar) value, and
+// a condition that it is of a given JSON kind.
+type access struct {
+	value   string // SQLite: json_extract(...) or column; PostgreSQL: (body #>> ...) or column
+	jsonb   string // PostgreSQL: (body #> ...); empty for columns
+	jtype   string // json_type(...) / jsonb_typeof(...); empty for columns
+	jargs   string // SQLite: the arguments body, '$.a.b' of the JSON functions
+	column  bool
+	sqlite  bool
+	numeric string // PostgreSQL: the value cast to numeric when it is a number
+}
+
+func (c *compiler) access(p Path) (access, error) {
+	for _, name := range p {
+		if !validName(name) { // Parse guarantees it; hand-built trees may not
+			return access{}, fault.E(fault.Op("filter.SQL"), fault.Invalid, fault.Field("filter"), fmt.Sprintf("filter: invalid attribute path %q", p.String()))
+		}
+	}
+	if len(p) == 0 {
+		return access{}, fault.E(fault.Op("filter.SQL"), fault.Invalid, fault.Field("filter"), "filter: empty attribute path")
+	}
+	a := access{sqlite: c.d.Engine == SQLite}
+	if col, ok := c.cols[p.String()]; ok {
+		a.value, a.column = col, true
+		return a, nil
+	}
+	if a.sqlite {
+		jp := "'$." + strings.Join(p, ".") + "'"
+		a.value = "json_extract(" + c.d.Body + ", " + jp + ")"
+		a.jargs = c.d.Body + ", " + jp
+		a.jtype = "json_type(" + a.jargs + ")"
+		return a, nil
+	}
+	pp := "'{" + strings.Join(p, ",") + "}'"
+	a.value = "(" + c.d.Body + " #>> " + pp + ")"
+	a.jsonb = "(" + c.d.Body + " #> " + pp + ")"
+	a.jtype = "jsonb_typeof(" + a.jsonb + ")"
+	a.numeric = "CASE WHEN " + a.jtype + " = 'number' THEN " + a.value + "::numeric END"
+	return a, nil
+}
+
+// isKind is the condition that the attribute holds a JSON value of kind k.
+func (a access) isKind(k Kind) string {
+	if a.column {
+		if k == String {
+			return a.value + " IS NOT NULL"
+		}
+		return "FALSE"
+	}
+	switch {
+	case a.sqlite && k == String:
+		return a.jtype + " = 'text'"
+	case a.sqlite && k == Number:
+		return a.jtype + " IN ('integer', 'real')"
+	case k == String:
+		return a.jtype + " = 'string'"
+	}
+	return a.jtype + " = 'number'"
+}
+
+func (c *compiler) compare(e Compare) (string, error) {
+	a, err := c.access(e.Path)
+	if err != nil {
+		return "", err
+	}
+	switch e.Op {
+	case Pr:
+		return c.present(a), nil
+	case Ne:
+		eq, err := c.compare(Compare{Path: e.Path, Op: Eq, Value: e.Value})
+		if err != nil {
+			return "", err
+		}
+		return "NOT COALESCE(" + eq + ", FALSE)", nil
+	case Eq:
+		switch e.Value.Kind {
+		case Null:
+			switch {
+			case a.column, a.sqlite:
+				return a.value + " IS NULL", nil
+			}
+			return "COALESCE(" + a.jtype + ", 'null') = 'null'", nil
+		case Bool:
+			switch {
+			case a.column:
+				return "FALSE", nil
+			case a.sqlite:
+				return a.jtype + " = '" + strconv.FormatBool(e.Value.Bool) + "'", nil
+			}
+			return a.jsonb + " = '" + strconv.FormatBool(e.Value.Bool) + "'::jsonb", nil
+		case String:
+			// A date-time literal matches its canonical form (how date-time
+			// fields are stored) as well as its exact text.
+			cond := a.value + " = " + c.arg(e.Value.Str)
+			if t, err := ParseTime(e.Value.Str); err == nil && t.Format(TimeLayout) != e.Value.Str {
+				cond = "(" + cond + " OR " + a.value + " = " + c.arg(t.Format(TimeLayout)) + ")"
+			}
+			return "(" + a.isKind(String) + " AND " + cond + ")", nil
+		}
+		return c.order(a, "=", e.Value)
+	case Gt, Ge, Lt, Le:
+		sym := map[Op]string{Gt: ">", Ge: ">=", Lt: "<", Le: "<="}[e.Op]
+		return c.order(a, sym, e.Value)
+	case Co, Sw, Ew:
+		if e.Value.Kind != String {
+			return "FALSE", nil
+		}
+		return c.text(a, e.Op, e.Value.Str), nil
+	}
+	return "", fault.E(fault.Op("filter.SQL"), fault.Invalid, fault.Field("filter"), fmt.Sprintf("filter: unknown operator %q", e.Op))
+}
+
+// order compiles =, >, >=, <, <= against a string or number literal.
+func (c *compiler) order(a access, sym string, v Value) (string, error) {
+	switch v.Kind {
+	case String:
+		s := v.Str
+		if t, err := ParseTime(s); err == nil {
+			s = t.Format(TimeLayout)
+		}
+		lhs := a.value
+		if !a.sqlite && sym != "=" {
+			lhs += ` COLLATE "C"`
+		}
+		return "(" + a.isKind(String) + " AND " + lhs + " " + sym + " " + c.arg(s) + ")", nil
+	case Number:
+		if a.column {
+			return "FALSE", nil
+		}
+		if a.sqlite {
+			return "(" + a.isKind(Number) + " AND " + a.value + " " + sym + " " + c.arg(v.Num) + ")", nil
+		}
+		return "(" + a.numeric + ") " + sym + " " + c.arg(v.Num), nil
+	}
+	return "FALSE", nil
+}
+
+// text compiles co, sw and ew, case-sensitively.
+func (c *compiler) text(a access, op Op, s string) string {
+	typ := a.isKind(String)
+	if s == "" {
+		return typ // every string contains, starts and ends with ""
+	}
+	if !a.sqlite {
+		pat := strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+		switch op {
+		case Co:
+			pat = "%" + pat + "%"
+		case Sw:
+			pat += "%"
+		case Ew:
+			pat = "%" + pat
+		}
+		return "(" + typ + " AND " + a.value + ` LIKE ` + c.arg(pat) + ` ESCAPE '\')`
+	}
+	n := utf8.RuneCountInString(s)
+	switch op {
+	case Co:
+		return "(" + typ + " AND instr(" + a.value + ", " + c.arg(s) + ") > 0)"
+	case Sw:
+		return "(" + typ + " AND substr(" + a.value + ", 1, " + c.arg(n) + ") = " + c.arg(s) + ")"
+	}
+	return "(" + typ + " AND substr(" + a.value + ", " + c.arg(-n) + ") = " + c.arg(s) + ")"
+}
+
+// present compiles pr: not absent, null, "", [] or {}.
+func (c *compiler) present(a access) string {
+	if a.column {
+		return "(" + a.value + " IS NOT NULL AND " + a.value + " <> '')"
+	}
+	if a.sqlite {
+		return "(" + a.jtype + " IS NOT NULL AND CASE " + a.jtype +
+			" WHEN 'null' THEN FALSE" +
+			" WHEN 'text' THEN " + a.value + " <> ''" +
+			" WHEN 'array' THEN json_array_length(" + a.jargs + ") > 0" +
+			" WHEN 'object' THEN " + a.value + " <> '{}'" +
+			" ELSE TRUE END)"
+	}
+	return "(" + a.jtype + " IS NOT NULL AND CASE " + a.jtype +
+		" WHEN 'null' THEN FALSE" +
+		" WHEN 'string' THEN " + a.value + " <> ''" +
+		" WHEN 'array' THEN jsonb_array_length(" + a.jsonb + ") > 0" +
+		" WHEN 'object' THEN " + a.jsonb + " <> '{}'::jsonb" +
+		" ELSE TRUE END)"
+}
+
+// validColumn accepts an identifier, optionally qualified once (t.col).
+func validColumn(s string) bool {
+	parts := strings.Split(s, ".")
+	if len(parts) > 2 {
+		return false
+	}
+	for _, p := range parts {
+		if !validName(p) {
+			return false
+		}
+	}
+	return true
+}

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -130,4 +131,62 @@ func TestMergeOpenAPI(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// TestOpenAPIConventions checks what every fragment must do (see
+// httpapi/openapi/README.md): every path item accepts traceparent, and every
+// response declares X-Trace-Id and a JSON body (or none).
+func TestOpenAPIConventions(t *testing.T) {
+	b, err := httpapi.OpenAPIDocument(httpapi.Defaults())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type ref struct {
+		Ref string `json:"$ref"`
+	}
+	type response struct {
+		Ref     string `json:"$ref"`
+		Headers map[string]json.RawMessage
+	}
+	var doc struct {
+		Paths      map[string]map[string]json.RawMessage
+		Components struct{ Responses map[string]response }
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range doc.Paths {
+		var params []ref
+		if raw, ok := item["parameters"]; ok {
+			if err := json.Unmarshal(raw, &params); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !slices.Contains(params, ref{"#/components/parameters/Traceparent"}) {
+			t.Errorf("%s: path item does not list #/components/parameters/Traceparent", path)
+		}
+		for method, raw := range item {
+			if !slices.Contains([]string{"get", "put", "post", "delete", "patch", "head", "options", "trace"}, method) {
+				continue
+			}
+			var op struct {
+				Security  *json.RawMessage
+				Responses map[string]response
+			}
+			if err := json.Unmarshal(raw, &op); err != nil {
+				t.Fatal(err)
+			}
+			if op.Security == nil {
+				t.Errorf("%s %s: no security (use [] for a public operation)", method, path)
+			}
+			for code, r := range op.Responses {
+				if r.Ref != "" {
+					r = doc.Components.Responses[strings.TrimPrefix(r.Ref, "#/components/responses/")]
+				}
+				if _, ok := r.Headers["X-Trace-Id"]; !ok {
+					t.Errorf("%s %s %s: response does not declare X-Trace-Id", method, path, code)
+				}
+			}
+		}
+	}
 }

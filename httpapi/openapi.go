@@ -16,11 +16,12 @@ import (
 )
 
 // The OpenAPI 3.1 document is kept as one fragment per area in
-// httpapi/openapi/: base.json holds openapi, info, servers, tags and the
-// components every area shares (error bodies, security schemes, common
-// headers); every other *.json file holds one area's paths and components
-// (and optionally tags). MergeOpenAPI joins them: paths, every components
-// map and tags are unions, and a key defined twice is an error.
+// httpapi/openapi/: base.json holds openapi, info, servers and the
+// components every area shares (error bodies, security schemes, the
+// traceparent parameter, common headers); every other *.json file holds one
+// area's paths and components (and optionally tags). MergeOpenAPI joins
+// them: paths, every components map and tags are unions, and a key defined
+// twice is an error.
 //
 // Fragments are written with the placeholders of the specification and
 // API.md ({base_url}, {auth_url}, {audit_url}, {authenticator_url},

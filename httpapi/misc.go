@@ -10,6 +10,7 @@ func (s *Server) registerMisc() {
 		writeJSONCacheable(w, map[string]string{"status": "ok"})
 		return nil
 	})
+	s.handle("GET", "/openapi.json", routeOpts{}, s.openAPIHandler())
 }
 
 // writeJSONCacheable writes a 200 JSON answer without no-store, for public

@@ -39,7 +39,7 @@ type Options struct {
 	// deployments, or parallel tests, can share one database this way.
 	Schema string
 	// MaxConns caps the pool; zero keeps pgxpool's default (the DSN's
-	// pool_max_conns, else max(4, GOMAXPROCS)). Size it against the
+	// pool_max_conns, else max(4, runtime.NumCPU())). Size it against the
 	// server's max_connections divided by the number of processes.
 	MaxConns int32
 }

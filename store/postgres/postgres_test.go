@@ -222,7 +222,8 @@ func TestAuditMetaKeepsAnyString(t *testing.T) {
 }
 
 // TestErrorsMapToFaultKinds checks kinds the conformance suite does not
-// reach: a cancelled context is Unavailable, not Internal.
+// reach: a cancelled context is Unavailable and text PostgreSQL cannot
+// store is Invalid, not Internal; a bad DSN is Invalid.
 func TestErrorsMapToFaultKinds(t *testing.T) {
 	s := open(t, freshSchema(t))
 	defer s.Close()
@@ -231,6 +232,10 @@ func TestErrorsMapToFaultKinds(t *testing.T) {
 	_, err := s.GetTenant(ctx, identity.NewGUID())
 	if !fault.Is(fault.Unavailable, err) {
 		t.Errorf("cancelled GetTenant: %v, want kind %v", err, fault.Unavailable)
+	}
+	u := identity.User{ID: identity.NewObjectID(), TenantID: identity.NewGUID(), Name: "nul\x00name", CreatedAt: storetest.Epoch}
+	if err := s.CreateUser(t.Context(), u); !fault.Is(fault.Invalid, err) {
+		t.Errorf("NUL in a text column: %v, want kind %v", err, fault.Invalid)
 	}
 	if _, err := postgres.Open(t.Context(), "postgres://%zz", postgres.Options{}); !fault.Is(fault.Invalid, err) {
 		t.Errorf("bad DSN: %v, want kind %v", err, fault.Invalid)

@@ -21,7 +21,7 @@ import (
 
 // dsn returns the test database's DSN, skipping the test when none is
 // configured (CI sets PLATFORM_POSTGRES_DSN and fails on skips).
-func dsn(t *testing.T) string {
+func dsn(t testing.TB) string {
 	t.Helper()
 	d := os.Getenv("PLATFORM_POSTGRES_DSN")
 	if d == "" {
@@ -33,7 +33,7 @@ func dsn(t *testing.T) string {
 // freshSchema names a schema no other test uses and drops it, with
 // everything in it, when the test ends (after the stores' Close, which the
 // caller registers later and so runs first).
-func freshSchema(t *testing.T) string {
+func freshSchema(t testing.TB) string {
 	t.Helper()
 	d := dsn(t)
 	b := make([]byte, 8)
@@ -239,5 +239,50 @@ func TestErrorsMapToFaultKinds(t *testing.T) {
 	}
 	if _, err := postgres.Open(t.Context(), "postgres://%zz", postgres.Options{}); !fault.Is(fault.Invalid, err) {
 		t.Errorf("bad DSN: %v, want kind %v", err, fault.Invalid)
+	}
+}
+
+// BenchmarkAppendAuditRecords measures appends of one record and of a
+// group-committed batch of 32, for one tenant (the serialised case) and
+// spread over many tenants (the parallel case).
+func BenchmarkAppendAuditRecords(b *testing.B) {
+	for _, bc := range []struct {
+		name    string
+		batch   int
+		tenants int
+	}{{"1rec/1tenant", 1, 1}, {"32recs/1tenant", 32, 1}, {"1rec/64tenants", 1, 64}} {
+		b.Run(bc.name, func(b *testing.B) {
+			schema := freshSchema(b)
+			s, err := postgres.Open(b.Context(), dsn(b), postgres.Options{Schema: schema, MaxConns: 16})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			tenants := make([]string, bc.tenants)
+			for i := range tenants {
+				tenants[i] = identity.NewGUID()
+			}
+			b.SetParallelism(4)
+			b.ResetTimer()
+			var n sync.Mutex
+			next := 0
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					n.Lock()
+					tn := tenants[next%len(tenants)]
+					next++
+					n.Unlock()
+					recs := make([]*audit.Record, bc.batch)
+					for i := range recs {
+						recs[i] = storetest.NewRecord(tn, i)
+					}
+					if err := s.AppendAuditRecords(b.Context(), recs); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N*bc.batch)/b.Elapsed().Seconds(), "recs/s")
+		})
 	}
 }

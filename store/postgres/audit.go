@@ -1,0 +1,171 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/fault"
+)
+
+var _ audit.LogStore = (*Store)(nil)
+
+// lockHead locks a tenant's chain head for the rest of the transaction and
+// returns it, creating it (seq 0, no hash) on the tenant's first append.
+// The no-op DO UPDATE is what takes the row lock: a concurrent appender of
+// the same tenant, in any process, waits here until this transaction ends
+// and then reads the head it left. A single statement, so there is no
+// window between "create if missing" and "lock".
+const lockHead = `INSERT INTO audit_heads (tenant_id, seq) VALUES ($1, 0)
+	ON CONFLICT (tenant_id) DO UPDATE SET seq = audit_heads.seq
+	RETURNING seq, hash`
+
+const insertRecord = `INSERT INTO audit_records (tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+
+const advanceHead = `UPDATE audit_heads SET seq = $2, hash = $3 WHERE tenant_id = $1`
+
+// AppendAuditRecords implements audit.LogStore. Within one transaction it
+// locks the head row of every tenant in the call (in tenant id order, so
+// two calls naming the same tenants cannot deadlock), chains the records
+// from those heads, inserts them and advances the heads, in two round
+// trips of batched statements. Appenders of one tenant are thereby
+// serialised across processes; appenders of different tenants do not wait
+// for each other.
+func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	metas := make([]string, len(recs))
+	for i, r := range recs {
+		b, err := json.Marshal(r.Meta)
+		if err != nil {
+			return fault.E(fault.Internal, err)
+		}
+		metas[i] = string(b)
+	}
+	tenants := make([]string, 0, 1)
+	for i, r := range recs {
+		// Hash what a reader will see: meta as it decodes from storage.
+		r.Meta = nil
+		if err := json.Unmarshal([]byte(metas[i]), &r.Meta); err != nil {
+			return fault.E(fault.Internal, err)
+		}
+		tenants = append(tenants, r.TenantID)
+	}
+	slices.Sort(tenants)
+	tenants = slices.Compact(tenants)
+
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		type head struct {
+			seq  int64
+			hash []byte
+		}
+		heads := make(map[string]head, len(tenants))
+		b := &pgx.Batch{}
+		for _, id := range tenants {
+			b.Queue(lockHead, id).QueryRow(func(row pgx.Row) error {
+				var h head
+				if err := row.Scan(&h.seq, &h.hash); err != nil {
+					return err
+				}
+				heads[id] = h
+				return nil
+			})
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		b = &pgx.Batch{}
+		for i, r := range recs {
+			h := heads[r.TenantID]
+			r.Seq, r.PrevHash = h.seq+1, h.hash
+			r.Hash = audit.ChainHash(r.PrevHash, *r)
+			heads[r.TenantID] = head{r.Seq, r.Hash}
+			b.Queue(insertRecord, r.TenantID, r.Seq, r.Time, r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, metas[i], r.PrevHash, r.Hash)
+		}
+		for _, id := range tenants {
+			b.Queue(advanceHead, id, heads[id].seq, heads[id].hash)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+}
+
+// ListAuditRecords implements audit.LogStore.
+func (s *Store) ListAuditRecords(ctx context.Context, tenantID string, afterSeq int64, limit int) ([]audit.Record, error) {
+	rows, err := s.pool.Query(ctx, `SELECT tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash
+		FROM audit_records WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, tenantID, afterSeq, limit)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (audit.Record, error) {
+		var (
+			r    audit.Record
+			meta []byte
+		)
+		if err := row.Scan(&r.TenantID, &r.Seq, &r.Time, &r.TraceID, &r.Source, &r.ResourceID, &r.ActorID, &r.Action, &r.Status, &meta, &r.PrevHash, &r.Hash); err != nil {
+			return audit.Record{}, err
+		}
+		if err := unmarshal(meta, &r.Meta); err != nil {
+			return audit.Record{}, err
+		}
+		return r, nil
+	})
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	return recs, nil
+}
+
+const instanceCols = `id, tenant_id, name, service_type, source, created_at`
+
+func scanInstance(row pgx.Row) (audit.ServiceInstance, error) {
+	var si audit.ServiceInstance
+	err := row.Scan(&si.ID, &si.TenantID, &si.Name, &si.ServiceType, &si.Source, &si.CreatedAt)
+	return si, err
+}
+
+// EnsureServiceInstance implements audit.LogStore. The insert does nothing
+// when the tenant already has an instance of the source; when another
+// transaction is inserting one at the same moment, PostgreSQL makes this
+// insert wait for it, so the select that follows (a new statement, with a
+// new snapshot) always finds the one row that won.
+func (s *Store) EnsureServiceInstance(ctx context.Context, c audit.ServiceInstance) (audit.ServiceInstance, error) {
+	_, err := s.pool.Exec(ctx, `INSERT INTO service_instances (`+instanceCols+`) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (tenant_id, source) DO NOTHING`, c.ID, c.TenantID, c.Name, c.ServiceType, c.Source, c.CreatedAt)
+	if err != nil {
+		return audit.ServiceInstance{}, mapErr(err)
+	}
+	si, err := scanInstance(s.pool.QueryRow(ctx, `SELECT `+instanceCols+` FROM service_instances WHERE tenant_id = $1 AND source = $2`, c.TenantID, c.Source))
+	if err != nil {
+		return audit.ServiceInstance{}, notFound(err, "service instance")
+	}
+	return si, nil
+}
+
+// ListServiceInstances implements audit.LogStore. The count and the page
+// travel in one batch but are separate statements, so under concurrent
+// inserts the total may be newer than the page.
+func (s *Store) ListServiceInstances(ctx context.Context, tenantID string, offset, limit int) ([]audit.ServiceInstance, int, error) {
+	var (
+		total int
+		out   []audit.ServiceInstance
+	)
+	b := &pgx.Batch{}
+	b.Queue(`SELECT count(*) FROM service_instances WHERE tenant_id = $1`, tenantID).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&total)
+	})
+	b.Queue(`SELECT `+instanceCols+` FROM service_instances WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`,
+		tenantID, limit, offset).Query(func(rows pgx.Rows) error {
+		var err error
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (audit.ServiceInstance, error) { return scanInstance(row) })
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return nil, 0, mapErr(err)
+	}
+	return out, total, nil
+}

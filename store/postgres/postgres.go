@@ -1,0 +1,291 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io/fs"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/latchkey/latchkey/fault"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is a PostgreSQL-backed store for every area. It is safe for
+// concurrent use, and several Stores (in one process or many) may share one
+// database and schema.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+// Options tune Open.
+type Options struct {
+	// Schema, when set, is created if missing and made the connections'
+	// only search_path, so the store's tables live there. Empty means the
+	// DSN's (or the role's) search_path, usually public. Several
+	// deployments, or parallel tests, can share one database this way.
+	Schema string
+	// MaxConns caps the pool; zero keeps pgxpool's default (the DSN's
+	// pool_max_conns, else max(4, runtime.NumCPU())). Size it against the
+	// server's max_connections divided by the number of processes.
+	MaxConns int32
+}
+
+// maxAttempts bounds how often a transaction is run again after a
+// serialization failure or deadlock (SQLSTATE 40001, 40P01).
+const maxAttempts = 3
+
+// Open connects to the database at dsn (a libpq URL or key=value string),
+// applies any migrations not yet applied, and returns the store. Several
+// processes may Open the same database at once: migrations run under a
+// transaction-scoped advisory lock, so exactly one of them applies each.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fault.E(fault.Invalid, "postgres: bad DSN", err)
+	}
+	if opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	if opts.Schema != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{opts.Schema}.Sanitize()
+	}
+	cfg.AfterConnect = func(_ context.Context, c *pgx.Conn) error {
+		// Every time the store returns is UTC; pgx would otherwise scan
+		// timestamptz into time.Local.
+		c.TypeMap().RegisterType(&pgtype.Type{
+			Name: "timestamptz", OID: pgtype.TimestamptzOID,
+			Codec: &pgtype.TimestamptzCodec{ScanLocation: time.UTC},
+		})
+		return nil
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	s := &Store{pool: pool}
+	if err := s.migrate(ctx, opts.Schema); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Close waits for queries in flight and closes every connection. It
+// leaves the schema and its data in place.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// migrationLockKey is the advisory lock key that serialises migrations of
+// one schema; schemas migrate independently of each other.
+func migrationLockKey(schema string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte("latchkey/store/postgres/migrate\x00" + schema))
+	return int64(h.Sum64())
+}
+
+type migration struct {
+	version int
+	name    string
+	body    string
+}
+
+func loadMigrations() ([]migration, error) {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []migration
+	for _, name := range names {
+		base := strings.TrimPrefix(name, "migrations/")
+		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return nil, fmt.Errorf("postgres: migration %s: bad version", name)
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, migration{v, base, string(body)})
+	}
+	return out, nil
+}
+
+// migrate applies the pending migrations in one transaction. The advisory
+// lock is taken first, so a second process blocks until the first commits
+// and then finds every migration applied; the schema and the
+// schema_migrations table are created under the same lock because their
+// IF NOT EXISTS forms race with each other in PostgreSQL.
+func (s *Store) migrate(ctx context.Context, schema string) error {
+	ms, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		if schema == "" {
+			if err := tx.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
+				return err
+			}
+			if schema == "" {
+				return fault.E(fault.Invalid, "postgres: no existing schema in search_path; set Options.Schema")
+			}
+		}
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLockKey(schema)); err != nil {
+			return err
+		}
+		var exists bool
+		if err := tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)`, schema).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			// Only when missing: CREATE SCHEMA IF NOT EXISTS would still
+			// demand the CREATE privilege on the database.
+			if _, err := tx.Exec(ctx, `CREATE SCHEMA `+pgx.Identifier{schema}.Sanitize()); err != nil {
+				return fmt.Errorf("postgres: create schema: %w", err)
+			}
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    integer PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("postgres: migrations table: %w", err)
+		}
+		rows, err := tx.Query(ctx, `SELECT version FROM schema_migrations`)
+		if err != nil {
+			return err
+		}
+		applied, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			return err
+		}
+		for _, m := range ms {
+			if slices.Contains(applied, m.version) {
+				continue
+			}
+			// No arguments: pgx sends it over the simple protocol, which
+			// runs a file of several statements.
+			if _, err := tx.Exec(ctx, m.body); err != nil {
+				return fmt.Errorf("postgres: migration %s: %w", m.name, err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// tx runs fn in a READ COMMITTED transaction, committing when it returns
+// nil. A serialization failure or deadlock rolls back and runs fn again
+// (up to maxAttempts), so fn must compute everything it writes from what it
+// reads inside the transaction.
+func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := pgx.BeginFunc(ctx, s.pool, fn)
+		if err == nil {
+			return nil
+		}
+		if attempt < maxAttempts && retryable(err) && ctx.Err() == nil {
+			continue
+		}
+		return mapErr(err)
+	}
+}
+
+// SQLSTATE codes the store acts on. See
+// https://www.postgresql.org/docs/current/errcodes-appendix.html.
+const (
+	codeUniqueViolation       = "23505"
+	codeSerializationFailure  = "40001"
+	codeDeadlockDetected      = "40P01"
+	codeQueryCanceled         = "57014"
+	codeLockNotAvailable      = "55P03"
+	codeTooManyConnections    = "53300"
+	codeAdminShutdown         = "57P01"
+	codeCrashShutdown         = "57P02"
+	codeCannotConnectNow      = "57P03"
+	codeCharNotInRepertoire   = "22021" // e.g. a NUL byte in a text value
+	codeUntranslatableChar    = "22P05" // e.g. \u0000 in a jsonb value
+	classConnectionException  = "08"
+	classInsufficientResource = "53"
+)
+
+func sqlState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
+
+func retryable(err error) bool {
+	switch sqlState(err) {
+	case codeSerializationFailure, codeDeadlockDetected:
+		return true
+	}
+	return false
+}
+
+// mapErr turns driver errors into fault kinds by SQLSTATE and by error
+// type, never by message text. Errors that are already faults pass through.
+func mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fault.E(fault.NotFound, "not found", err)
+	}
+	if code := sqlState(err); code != "" {
+		switch {
+		case code == codeUniqueViolation:
+			return fault.E(fault.Conflict, "already exists", err)
+		case code == codeSerializationFailure, code == codeDeadlockDetected, code == codeLockNotAvailable:
+			return fault.E(fault.Unavailable, "database busy; try again", err)
+		case code == codeQueryCanceled:
+			return fault.E(fault.Unavailable, "request cancelled", err)
+		case code == codeAdminShutdown, code == codeCrashShutdown, code == codeCannotConnectNow,
+			code == codeTooManyConnections, strings.HasPrefix(code, classConnectionException),
+			strings.HasPrefix(code, classInsufficientResource):
+			return fault.E(fault.Unavailable, "database unavailable; try again", err)
+		case code == codeCharNotInRepertoire, code == codeUntranslatableChar:
+			return fault.E(fault.Invalid, "text contains a character that cannot be stored", err)
+		}
+		return fault.E(fault.Internal, err)
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fault.E(fault.Unavailable, "request cancelled", err)
+	}
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) || pgconn.Timeout(err) {
+		return fault.E(fault.Unavailable, "database unavailable; try again", err)
+	}
+	return fault.E(fault.Internal, err)
+}
+
+// notFound maps pgx.ErrNoRows to a NotFound naming what was looked up.
+func notFound(err error, what string) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return fault.E(fault.NotFound, what+" not found")
+	}
+	return mapErr(err)
+}

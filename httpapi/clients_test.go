@@ -310,7 +310,9 @@ func TestClientLogin(t *testing.T) {
 	forged := tls.Certificate{Certificate: [][]byte{forgedDER}, PrivateKey: selfKey}
 
 	srv := e.TLSServer(httpapi.Defaults())
-	login := func(id string) map[string]any { return map[string]any{"grant_type": "client_credential", "client_id": id} }
+	login := func(id string) map[string]any {
+		return map[string]any{"grant_type": "client_credential", "client_id": id}
+	}
 	tests := []struct {
 		name       string
 		certs      []tls.Certificate

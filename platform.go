@@ -19,13 +19,20 @@ import (
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/seal"
+	"github.com/latchkey/latchkey/vault"
 )
 
 // Store is what a Platform keeps its data in: every area's store.
+// Client registration (clients.Store) is a store of its own rather than part
+// of identity.Store, so the identity core stays small; a platform store
+// implements both.
 type Store interface {
 	identity.Store
 	audit.LogStore
+	clients.Store
+	vault.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -57,6 +64,10 @@ type Platform struct {
 
 	// Identity is area A: tenants, users, clients, API keys and tokens.
 	Identity *identity.Service
+	// Clients is area A's client registration and mutual-TLS client login.
+	Clients *clients.Service
+	// Vault is area A's vault keys (keys2).
+	Vault *vault.Service
 
 	closeOnce sync.Once
 }
@@ -97,6 +108,17 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		Hasher:           identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency),
 		PlatformTokenTTL: cfg.PlatformTokenTTL,
 	})
+	// The client CA is created on first start (sealed in the store) and
+	// loaded on every later one, so it exists once New returns.
+	p.Clients, err = clients.New(ctx, clients.Config{
+		Store: cfg.Store, Tenants: cfg.Store, Keys: keys, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock,
+		Logger: cfg.Logger, TokenTTL: cfg.PlatformTokenTTL,
+	})
+	if err != nil {
+		p.recorder.Close()
+		return nil, err
+	}
+	p.Vault = vault.NewService(vault.Config{Store: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock})
 	return p, nil
 }
 

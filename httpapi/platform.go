@@ -65,11 +65,6 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// clientLogin is the registered-client (mutual TLS) login.
-func (s *Server) clientLogin(r *http.Request, clientID string) (identity.TokenResponse, error) {
-	return identity.TokenResponse{}, fault.E(fault.Invalid, fault.Field("grant_type"), "client_credential login is not available on this server")
-}
-
 type tenantJSON struct {
 	ID        string             `json:"id"`
 	Code      string             `json:"code"`

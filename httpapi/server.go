@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -38,6 +39,15 @@ type Options struct {
 	// MaxBodyBytes bounds JSON request bodies; default 1 MiB.
 	MaxBodyBytes int64
 	Logger       *slog.Logger
+
+	// TrustedProxies opts in to client certificates forwarded by a
+	// TLS-terminating proxy: only requests whose RemoteAddr is in one of
+	// these prefixes may carry ClientCertHeader; from anywhere else the
+	// header is ignored. Empty (the default) means no proxy is trusted.
+	TrustedProxies []netip.Prefix
+	// ClientCertHeader is the header holding the forwarded client
+	// certificate as URL-escaped PEM; default DefaultClientCertHeader.
+	ClientCertHeader string
 }
 
 // Defaults returns API.md's default options.
@@ -81,6 +91,8 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	}
 	s := &Server{p: p, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
 	s.registerPlatform()
+	s.registerClients()
+	s.registerVault()
 	s.registerOAuth()
 	s.registerMisc()
 	return s

@@ -92,6 +92,13 @@ func (r Response) JSON() map[string]any {
 // headers given as "Name: value" strings.
 func (e *Env) Do(method, path string, body any, headers ...string) Response {
 	e.T.Helper()
+	return e.DoWith(e.Server.Client(), e.Server.URL, method, path, body, headers...)
+}
+
+// DoWith is Do against another server of the Env (base is its URL, such as
+// a TLSServer's) through client c.
+func (e *Env) DoWith(c *http.Client, base, method, path string, body any, headers ...string) Response {
+	e.T.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -106,7 +113,7 @@ func (e *Env) Do(method, path string, body any, headers ...string) Response {
 		}
 		rd = bytes.NewReader(j)
 	}
-	req, err := http.NewRequestWithContext(e.T.Context(), method, e.Server.URL+path, rd)
+	req, err := http.NewRequestWithContext(e.T.Context(), method, base+path, rd)
 	if err != nil {
 		e.T.Fatal(err)
 	}
@@ -117,7 +124,7 @@ func (e *Env) Do(method, path string, body any, headers ...string) Response {
 		k, v, _ := strings.Cut(h, ":")
 		req.Header.Set(strings.TrimSpace(k), strings.TrimSpace(v))
 	}
-	resp, err := e.Server.Client().Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		e.T.Fatal(err)
 	}

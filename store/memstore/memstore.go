@@ -9,6 +9,7 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/vault"
 )
 
 // Store keeps everything in maps behind one lock. Values are copied in and
@@ -25,6 +26,9 @@ type Store struct {
 
 	auditRecs map[string][]audit.Record // by tenant, in seq order
 	instances map[string][]audit.ServiceInstance
+
+	clientArea *clientData          // client registration; see clients.go
+	vaultKeys  map[string]vault.Key // by tenant/id; see vault.go
 }
 
 // New returns an empty store.

@@ -10,12 +10,16 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/identity/clients"
+	"github.com/latchkey/latchkey/vault"
 )
 
 // Store is everything a platform store implements.
 type Store interface {
 	identity.Store
 	audit.LogStore
+	clients.Store
+	vault.Store
 	Close() error
 }
 
@@ -33,7 +37,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, auditTests, concurrencyTests}
+	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/vault"
+)
+
+func (s *Server) registerVault() {
+	base := s.opts.BaseURL + "/vault/keys2"
+	jwt := s.platformJWT()
+	s.handle("POST", base, jwt, s.createVaultKey)
+	s.handle("GET", base, jwt, s.listVaultKeys)
+	s.handle("GET", base+"/{id}", jwt, s.getVaultKey)
+	s.handle("DELETE", base+"/{id}", jwt, s.deleteVaultKey)
+}
+
+func (s *Server) createVaultKey(w http.ResponseWriter, r *http.Request) error {
+	var req struct {
+		Name         string `json:"name"`
+		Algorithm    string `json:"algorithm"`
+		Size         int    `json:"size"`
+		Curve        string `json:"curve"`
+		Unexportable bool   `json:"unexportable"`
+	}
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	spec := vault.KeySpec{Algorithm: req.Algorithm, Size: req.Size, Curve: req.Curve, Unexportable: req.Unexportable}
+	k, err := s.p.Vault.CreateKey(r.Context(), principal(r), req.Name, spec)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, k)
+	return nil
+}
+
+// queryInt reads an optional non-negative integer query parameter.
+func queryInt(r *http.Request, name string) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fault.E(fault.Invalid, fault.Field(name), name+" must be an integer")
+	}
+	return n, nil
+}
+
+func (s *Server) listVaultKeys(w http.ResponseWriter, r *http.Request) error {
+	skip, err := queryInt(r, "skip")
+	if err != nil {
+		return err
+	}
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		return err
+	}
+	if r.URL.Query().Has("limit") && limit == 0 {
+		return fault.E(fault.Invalid, fault.Field("limit"), "limit must be between 1 and "+strconv.Itoa(vault.MaxListLimit))
+	}
+	keys, total, q, err := s.p.Vault.ListKeys(r.Context(), principal(r), vault.ListQuery{Skip: skip, Limit: limit, Name: r.URL.Query().Get("name")})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"skip": q.Skip, "limit": q.Limit, "total": total, "resources": keys})
+	return nil
+}
+
+func (s *Server) getVaultKey(w http.ResponseWriter, r *http.Request) error {
+	k, err := s.p.Vault.GetKey(r.Context(), principal(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, k)
+	return nil
+}
+
+func (s *Server) deleteVaultKey(w http.ResponseWriter, r *http.Request) error {
+	if err := s.p.Vault.DeleteKey(r.Context(), principal(r), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -25,6 +25,8 @@ type Store struct {
 
 	auditRecs map[string][]audit.Record // by tenant, in seq order
 	instances map[string][]audit.ServiceInstance
+
+	exportJobs map[string]audit.ExportJob // by id
 }
 
 // New returns an empty store.
@@ -37,6 +39,7 @@ func New() *Store {
 		refreshTokens: map[string]identity.RefreshToken{},
 		auditRecs:     map[string][]audit.Record{},
 		instances:     map[string][]audit.ServiceInstance{},
+		exportJobs:    map[string]audit.ExportJob{},
 	}
 }
 

@@ -19,6 +19,7 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 		type head struct {
 			seq  int64
 			hash []byte
+			time int64
 		}
 		heads := map[string]head{}
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO audit_records (tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
@@ -29,7 +30,7 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 		for _, r := range recs {
 			h, ok := heads[r.TenantID]
 			if !ok {
-				err := tx.QueryRowContext(ctx, `SELECT seq, hash FROM audit_records WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1`, r.TenantID).Scan(&h.seq, &h.hash)
+				err := tx.QueryRowContext(ctx, `SELECT seq, hash, time FROM audit_records WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1`, r.TenantID).Scan(&h.seq, &h.hash, &h.time)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return err
 				}
@@ -44,11 +45,15 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 				return fault.E(fault.Internal, err)
 			}
 			r.Seq, r.PrevHash = h.seq+1, h.hash
+			// Times never decrease along the chain (audit.ExportStore contract).
+			if h.seq > 0 && micros(r.Time) < h.time {
+				r.Time = fromMicros(h.time)
+			}
 			r.Hash = audit.ChainHash(r.PrevHash, *r)
 			if _, err := ins.ExecContext(ctx, r.TenantID, r.Seq, micros(r.Time), r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, string(meta), r.PrevHash, r.Hash); err != nil {
 				return err
 			}
-			heads[r.TenantID] = head{r.Seq, r.Hash}
+			heads[r.TenantID] = head{r.Seq, r.Hash, micros(r.Time)}
 		}
 		return nil
 	})

@@ -16,6 +16,7 @@ import (
 type Store interface {
 	identity.Store
 	audit.LogStore
+	audit.ExportStore
 	Close() error
 }
 
@@ -33,7 +34,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, auditTests, concurrencyTests}
+	groups := [][]test{identityTests, auditTests, concurrencyTests, exportTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

@@ -83,6 +83,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerPlatform()
 	s.registerOAuth()
 	s.registerMisc()
+	s.registerAudit()
 	return s
 }
 

@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -33,6 +34,7 @@ type Store interface {
 	audit.LogStore
 	clients.Store
 	vault.Store
+	audit.ExportStore
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -53,6 +55,10 @@ type Config struct {
 	HashConcurrency int
 	// PlatformTokenTTL is the lifetime of platform JWTs; default 5 minutes.
 	PlatformTokenTTL time.Duration
+	// ArchiveDir is where audit-export archives are written; default a new
+	// temporary directory, removed by Close. Processes sharing a store
+	// should share it too (a download may reach any of them).
+	ArchiveDir string
 }
 
 // Platform is the whole service, usable without HTTP.
@@ -68,8 +74,14 @@ type Platform struct {
 	Clients *clients.Service
 	// Vault is area A's vault keys (keys2).
 	Vault *vault.Service
+	// Exports is area B's export service; the Platform methods in
+	// audit_export.go call it with an identity.Principal.
+	Exports *audit.Exporter
 
-	closeOnce sync.Once
+	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
+	stop          chan struct{}
+	workers       sync.WaitGroup
+	closeOnce     sync.Once
 }
 
 // New builds a Platform: it opens or creates the signing keys and starts the
@@ -101,7 +113,13 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Platform{cfg: cfg, log: cfg.Logger, sealer: sealer}
+	p := &Platform{cfg: cfg, log: cfg.Logger, sealer: sealer, stop: make(chan struct{})}
+	if p.cfg.ArchiveDir == "" {
+		if p.cfg.ArchiveDir, err = os.MkdirTemp("", "latchkey-archives-*"); err != nil {
+			return nil, err
+		}
+		p.ownArchiveDir = true
+	}
 	p.recorder = audit.NewRecorder(cfg.Store, cfg.Clock, cfg.Logger)
 	p.Identity = identity.NewService(identity.Config{
 		Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
@@ -119,6 +137,18 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		return nil, err
 	}
 	p.Vault = vault.NewService(vault.Config{Store: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock})
+	p.Exports, err = audit.NewExporter(audit.ExporterConfig{
+		Store: cfg.Store, Sink: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Signer: func() (audit.DigestSigner, error) {
+			key, kid := keys.SigningKey()
+			return audit.NewES256Signer(kid, key)
+		},
+		URLKey: sealer.SubKey("audit-url"), ArchiveDir: p.cfg.ArchiveDir,
+	})
+	if err != nil {
+		p.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -150,15 +180,38 @@ func (p *Platform) CreateTenant(ctx context.Context, by identity.Principal, name
 	return t, p.recorder.EnsureInstances(ctx, t.ID)
 }
 
-// Run runs the background workers until ctx ends.
+// Run runs the background workers (audit export jobs and archive clean-up)
+// until ctx ends or Close is called, and returns once they have stopped.
 func (p *Platform) Run(ctx context.Context) error {
-	<-ctx.Done()
-	return nil
+	select {
+	case <-p.stop:
+		return nil
+	default:
+	}
+	p.workers.Add(1)
+	defer p.workers.Done()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return p.Exports.Run(ctx)
 }
 
-// Close stops the platform's workers and waits for queued audit records to
-// be written. It does not close the Store.
+// Close stops the platform's workers, waits for them and for queued audit
+// records to be written. It does not close the Store.
 func (p *Platform) Close() error {
-	p.closeOnce.Do(p.recorder.Close)
+	p.closeOnce.Do(func() {
+		close(p.stop)
+		p.workers.Wait()
+		p.recorder.Close()
+		if p.ownArchiveDir {
+			os.RemoveAll(p.cfg.ArchiveDir)
+		}
+	})
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/latchkey/latchkey/fault"
@@ -135,4 +136,17 @@ func checkDepth(b []byte, max int) error {
 		}
 	}
 	return nil
+}
+
+// queryInt reads an optional integer query parameter; absent means def.
+func queryInt(r *http.Request, name string, def int) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fault.E(fault.Invalid, fault.Field(name), name+" must be an integer")
+	}
+	return n, nil
 }

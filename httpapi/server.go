@@ -95,6 +95,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerVault()
 	s.registerOAuth()
 	s.registerMisc()
+	s.registerAudit()
 	return s
 }
 

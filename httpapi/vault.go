@@ -37,25 +37,12 @@ func (s *Server) createVaultKey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// queryInt reads an optional non-negative integer query parameter.
-func queryInt(r *http.Request, name string) (int, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, fault.E(fault.Invalid, fault.Field(name), name+" must be an integer")
-	}
-	return n, nil
-}
-
 func (s *Server) listVaultKeys(w http.ResponseWriter, r *http.Request) error {
-	skip, err := queryInt(r, "skip")
+	skip, err := queryInt(r, "skip", 0)
 	if err != nil {
 		return err
 	}
-	limit, err := queryInt(r, "limit")
+	limit, err := queryInt(r, "limit", 0)
 	if err != nil {
 		return err
 	}

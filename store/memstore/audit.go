@@ -36,6 +36,10 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 		if n := len(log); n > 0 {
 			r.Seq = log[n-1].Seq + 1
 			r.PrevHash = slices.Clone(log[n-1].Hash)
+			// Times never decrease along the chain (audit.ExportStore contract).
+			if r.Time.Before(log[n-1].Time) {
+				r.Time = log[n-1].Time
+			}
 		}
 		r.Meta = cloneMeta(r.Meta)
 		r.Hash = audit.ChainHash(r.PrevHash, *r)

@@ -27,8 +27,9 @@ type Store struct {
 	auditRecs map[string][]audit.Record // by tenant, in seq order
 	instances map[string][]audit.ServiceInstance
 
-	clientArea *clientData          // client registration; see clients.go
-	vaultKeys  map[string]vault.Key // by tenant/id; see vault.go
+	clientArea *clientData                // client registration; see clients.go
+	vaultKeys  map[string]vault.Key       // by tenant/id; see vault.go
+	exportJobs map[string]audit.ExportJob // by id
 }
 
 // New returns an empty store.
@@ -41,6 +42,7 @@ func New() *Store {
 		refreshTokens: map[string]identity.RefreshToken{},
 		auditRecs:     map[string][]audit.Record{},
 		instances:     map[string][]audit.ServiceInstance{},
+		exportJobs:    map[string]audit.ExportJob{},
 	}
 }
 

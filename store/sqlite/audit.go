@@ -14,7 +14,7 @@ var _ audit.LogStore = (*Store)(nil)
 
 const (
 	auditInsert = `INSERT INTO audit_records (tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	auditHead   = `SELECT seq, hash FROM audit_records WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1`
+	auditHead   = `SELECT seq, hash, time FROM audit_records WHERE tenant_id = ? ORDER BY seq DESC LIMIT 1`
 )
 
 // warmQueries are prepared at Open for use inside write transactions.
@@ -27,6 +27,7 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 		type head struct {
 			seq  int64
 			hash []byte
+			time int64
 		}
 		heads := map[string]head{}
 		ins, err := s.txStmt(ctx, tx, auditInsert)
@@ -40,7 +41,7 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 		for _, r := range recs {
 			h, ok := heads[r.TenantID]
 			if !ok {
-				err := headQ.QueryRowContext(ctx, r.TenantID).Scan(&h.seq, &h.hash)
+				err := headQ.QueryRowContext(ctx, r.TenantID).Scan(&h.seq, &h.hash, &h.time)
 				if err != nil && !errors.Is(err, sql.ErrNoRows) {
 					return err
 				}
@@ -55,11 +56,15 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 				return fault.E(fault.Internal, err)
 			}
 			r.Seq, r.PrevHash = h.seq+1, h.hash
+			// Times never decrease along the chain (audit.ExportStore contract).
+			if h.seq > 0 && micros(r.Time) < h.time {
+				r.Time = fromMicros(h.time)
+			}
 			r.Hash = audit.ChainHash(r.PrevHash, *r)
 			if _, err := ins.ExecContext(ctx, r.TenantID, r.Seq, micros(r.Time), r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, string(meta), r.PrevHash, r.Hash); err != nil {
 				return err
 			}
-			heads[r.TenantID] = head{r.Seq, r.Hash}
+			heads[r.TenantID] = head{r.Seq, r.Hash, micros(r.Time)}
 		}
 		return nil
 	})

@@ -75,7 +75,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if public == "" {
 		public = "http://" + ln.Addr().String()
 	}
-	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public})
+	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public,
+		ArchiveDir: filepath.Join(cfg.DataDir, "archives")})
 	if err != nil {
 		return err
 	}

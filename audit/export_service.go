@@ -1,0 +1,577 @@
+package audit
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/latchkey/latchkey/clock"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/ids"
+)
+
+// Authorization of the export API. They equal identity.ScopeAuditExport,
+// identity.RoleTenantAdmin and identity.RoleApplicationOwner; this package
+// cannot import identity (identity records through it), so the platform
+// passes callers as Caller values.
+const (
+	ScopeExport          = "audit:export"
+	RoleTenantAdmin      = "tenant-admin"
+	RoleApplicationOwner = "application-owner"
+)
+
+// Defaults of ExporterConfig.
+const (
+	DefaultLeaseFor     = 2 * time.Minute
+	DefaultPollEvery    = time.Minute
+	DefaultCleanupEvery = 10 * time.Minute
+	// ArchiveTTL is how long an archive is kept after its job succeeds: the
+	// life of a signed URL, so a link handed out at completion works to the end.
+	ArchiveTTL = URLValidity
+)
+
+// Paging of ListServiceInstances.
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+)
+
+// Caller is the authenticated caller of an export operation, as the
+// platform's identity layer established it.
+type Caller struct {
+	TenantID    string
+	AccessToken bool // authenticated by an OAuth access token (client_credentials)
+	Roles       []string
+	Scopes      []string
+}
+
+// ExporterStore is the storage the Exporter needs.
+type ExporterStore interface {
+	LogStore
+	ExportStore
+}
+
+// ExporterConfig configures NewExporter. Store, Sink, Signer and URLKey are required.
+type ExporterConfig struct {
+	Store  ExporterStore
+	Sink   Sink // where the export API's own actions are recorded
+	Clock  clock.Clock
+	Logger *slog.Logger
+	// Signer returns the key that signs archive digests: the platform's
+	// current JWT signing key, so downloaders verify with the JWKS. It is
+	// called per archive, so a key rotation is picked up.
+	Signer func() (DigestSigner, error)
+	// URLKey is the HMAC key of download links, at least 32 bytes
+	// (seal.Sealer.SubKey("audit-url")); the same in every process.
+	URLKey []byte
+	// ArchiveDir holds the archives and the workers' scratch files; it is
+	// created if missing. Several processes may share it (it is then a
+	// shared volume); the store's leases keep them from writing the same job.
+	ArchiveDir string
+	// Owner names this process's worker in leases; default random.
+	Owner string
+	// LeaseFor is how long a claim holds a job without renewal; the worker
+	// renews at a third of it. After a crash, another worker takes the job
+	// over once it lapses. Default DefaultLeaseFor.
+	LeaseFor time.Duration
+	// PollEvery is how often an idle worker looks for jobs created by other
+	// processes (jobs of this process wake it at once). Default DefaultPollEvery.
+	PollEvery time.Duration
+	// CleanupEvery is how often expired archives are removed. Default DefaultCleanupEvery.
+	CleanupEvery time.Duration
+}
+
+// Exporter is the audit-export service (area B): it lists service
+// instances, accepts export jobs, runs them in the background into signed
+// archives, and serves the archives behind signed URLs.
+//
+// Authorization: every operation but OpenArchive needs a Caller holding an
+// OAuth access token with scope audit:export and the role tenant-admin or
+// application-owner (fault.Forbidden otherwise); a caller sees only its own
+// tenant's jobs and instances (another tenant's job is fault.NotFound).
+// Every operation is recorded in the caller's tenant with source
+// latchkey-audit, failures with meta.errorMessage.
+type Exporter struct {
+	cfg  ExporterConfig
+	urls *URLSigner
+	log  *slog.Logger
+	wake chan struct{}
+
+	mu       sync.Mutex
+	passDone chan struct{} // closed and replaced after each worker pass
+}
+
+// NewExporter returns an Exporter; it starts nothing (see Run).
+func NewExporter(cfg ExporterConfig) (*Exporter, error) {
+	if cfg.Store == nil || cfg.Sink == nil || cfg.Signer == nil || cfg.ArchiveDir == "" {
+		return nil, errors.New("audit: ExporterConfig needs Store, Sink, Signer and ArchiveDir")
+	}
+	if len(cfg.URLKey) < 32 {
+		return nil, errors.New("audit: ExporterConfig.URLKey must be at least 32 bytes")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Owner == "" {
+		host, _ := os.Hostname()
+		var b [6]byte
+		rand.Read(b[:])
+		cfg.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if cfg.LeaseFor <= 0 {
+		cfg.LeaseFor = DefaultLeaseFor
+	}
+	if cfg.PollEvery <= 0 {
+		cfg.PollEvery = DefaultPollEvery
+	}
+	if cfg.CleanupEvery <= 0 {
+		cfg.CleanupEvery = DefaultCleanupEvery
+	}
+	if err := os.MkdirAll(cfg.ArchiveDir, 0o700); err != nil {
+		return nil, fmt.Errorf("audit: archive directory: %w", err)
+	}
+	return &Exporter{
+		cfg: cfg, urls: NewURLSigner(cfg.URLKey, cfg.Clock), log: cfg.Logger,
+		wake: make(chan struct{}, 1), passDone: make(chan struct{}),
+	}, nil
+}
+
+// Owner returns the worker's lease owner name.
+func (e *Exporter) Owner() string { return e.cfg.Owner }
+
+func (e *Exporter) now() time.Time { return e.cfg.Clock.Now().UTC().Truncate(time.Microsecond) }
+
+// authorize checks the caller and records a refusal in its tenant.
+func (e *Exporter) authorize(ctx context.Context, c Caller, action string) error {
+	var err error
+	switch {
+	case c.TenantID == "":
+		return fault.E(fault.Unauthenticated, "no caller")
+	case !c.AccessToken:
+		err = fault.E(fault.Forbidden, "the audit export API needs an OAuth access token")
+	case !slices.Contains(c.Scopes, ScopeExport):
+		err = fault.E(fault.Forbidden, "the access token lacks scope "+ScopeExport)
+	case !slices.Contains(c.Roles, RoleTenantAdmin) && !slices.Contains(c.Roles, RoleApplicationOwner):
+		err = fault.E(fault.Forbidden, "the audit export API needs the tenant-admin or application-owner role")
+	default:
+		return nil
+	}
+	return e.record(ctx, c.TenantID, action, err, nil)
+}
+
+// record writes the audit record of one operation and returns err, or
+// fault.Unavailable when the record cannot be written: an operation is never
+// answered without its record.
+func (e *Exporter) record(ctx context.Context, tenantID, action string, err error, meta map[string]any) error {
+	rerr := e.cfg.Sink.Record(ctx, Entry{TenantID: tenantID, Source: SourceAudit, Action: action, Err: err, Meta: meta})
+	if rerr != nil {
+		return fault.E(fault.Unavailable, "the audit log is unavailable; try again", rerr)
+	}
+	return err
+}
+
+// InstancePage is one page of a tenant's service instances.
+type InstancePage struct {
+	Content       []ServiceInstance `json:"content"`
+	TotalElements int               `json:"totalElements"`
+	TotalPages    int               `json:"totalPages"`
+}
+
+// ListServiceInstances returns page (from 0) of size (1 to MaxPageSize)
+// instances of the caller's tenant, in creation order; the HTTP layer
+// applies the defaults 0 and DefaultPageSize. Bad paging is fault.Invalid.
+func (e *Exporter) ListServiceInstances(ctx context.Context, c Caller, page, size int) (InstancePage, error) {
+	const action = "serviceinstances.list"
+	if err := e.authorize(ctx, c, action); err != nil {
+		return InstancePage{}, err
+	}
+	meta := map[string]any{"page": page, "size": size}
+	if page < 0 {
+		return InstancePage{}, e.record(ctx, c.TenantID, action, fault.E(fault.Invalid, fault.Field("page"), "page must be greater than or equal to 0"), meta)
+	}
+	if size < 1 || size > MaxPageSize {
+		return InstancePage{}, e.record(ctx, c.TenantID, action, fault.E(fault.Invalid, fault.Field("size"), "size must be between 1 and 100"), meta)
+	}
+	offset := page * size
+	if page > math.MaxInt32 {
+		offset = math.MaxInt32 // far past any tenant's instances: an empty page
+	}
+	list, total, err := e.cfg.Store.ListServiceInstances(ctx, c.TenantID, offset, size)
+	if err != nil {
+		return InstancePage{}, e.record(ctx, c.TenantID, action, err, meta)
+	}
+	if list == nil {
+		list = []ServiceInstance{}
+	}
+	return InstancePage{Content: list, TotalElements: total, TotalPages: (total + size - 1) / size}, e.record(ctx, c.TenantID, action, nil, meta)
+}
+
+func requestMeta(jobID string, q ExportRequest) map[string]any {
+	m := map[string]any{"jobId": jobID, "from": q.From.Format(DigestTimeFormat), "to": q.To.Format(DigestTimeFormat)}
+	for k, v := range map[string]string{"resourceId": q.ResourceID, "source": q.Source, "actorId": q.ActorID, "action": q.Action, "status": q.Status} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// StartExport validates body (see ParseExportRequest) and queues an ACTIVE
+// job for the caller's tenant; a worker of Run picks it up at once. Errors:
+// fault.Forbidden, fault.Invalid (with the field), or the store's.
+func (e *Exporter) StartExport(ctx context.Context, c Caller, body []byte) (ExportJob, error) {
+	const action = "export.create"
+	if err := e.authorize(ctx, c, action); err != nil {
+		return ExportJob{}, err
+	}
+	now := e.now()
+	req, err := ParseExportRequest(body, now)
+	if err != nil {
+		return ExportJob{}, e.record(ctx, c.TenantID, action, err, nil)
+	}
+	job := ExportJob{ID: ids.NewGUID(), TenantID: c.TenantID, Request: req, State: JobActive, StartedAt: now}
+	if err := e.cfg.Store.CreateExportJob(ctx, job); err != nil {
+		return ExportJob{}, e.record(ctx, c.TenantID, action, err, requestMeta(job.ID, req))
+	}
+	if err := e.record(ctx, c.TenantID, action, nil, requestMeta(job.ID, req)); err != nil {
+		return ExportJob{}, err
+	}
+	e.Poke()
+	return job, nil
+}
+
+// ExportStatus is a job as its owner sees it: Location is the signed
+// download URL (relative to the server, under the archive path given to
+// GetExport) while the job is SUCCEEDED and its archive is kept, else "".
+type ExportStatus struct {
+	Job      ExportJob
+	Location string
+}
+
+// GetExport returns a job of the caller's tenant with a freshly signed
+// location when it has succeeded. archivePath is the route archives are
+// served under (e.g. "/audit/v1/archives"); the link expires 24 hours from
+// now or when the archive is removed, whichever is first. Another tenant's
+// job, or an unknown id, is fault.NotFound.
+func (e *Exporter) GetExport(ctx context.Context, c Caller, jobID, archivePath string) (ExportStatus, error) {
+	const action = "export.get"
+	if err := e.authorize(ctx, c, action); err != nil {
+		return ExportStatus{}, err
+	}
+	meta := map[string]any{"jobId": jobID}
+	job, err := e.cfg.Store.GetExportJob(ctx, c.TenantID, jobID)
+	if err != nil {
+		if fault.Is(fault.NotFound, err) {
+			err = fault.E(fault.NotFound, "export job not found", err)
+		}
+		return ExportStatus{}, e.record(ctx, c.TenantID, action, err, meta)
+	}
+	st := ExportStatus{Job: job}
+	now := e.cfg.Clock.Now()
+	if job.State == JobSucceeded && job.Archive != "" && job.ArchiveExpiresAt.After(now) {
+		exp := now.Add(URLValidity)
+		if job.ArchiveExpiresAt.Before(exp) {
+			exp = job.ArchiveExpiresAt
+		}
+		st.Location = e.urls.Sign(archivePath, job.ID, job.TenantID, exp)
+	}
+	meta["state"] = job.State
+	return st, e.record(ctx, c.TenantID, action, nil, meta)
+}
+
+// Archive is an open archive file; the caller must Close it.
+type Archive struct {
+	io.ReadSeekCloser
+	Size  int64
+	JobID string
+	// ModTime is when the job completed.
+	ModTime time.Time
+}
+
+// OpenArchive opens the archive of jobID for a download through a signed
+// URL whose query parameters are query (no bearer: the URL is the
+// credential). An altered or malformed link is fault.Forbidden, an expired
+// one fault.Expired (both 403 over HTTP), an archive that is gone
+// fault.NotFound. Downloads with an authentic link are recorded in the
+// job's tenant (action export.download); forged links name no trustworthy
+// tenant and are only logged.
+func (e *Exporter) OpenArchive(ctx context.Context, jobID string, query url.Values) (*Archive, error) {
+	const action = "export.download"
+	if err := e.urls.VerifyQuery(jobID, query); err != nil {
+		if !fault.Is(fault.Expired, err) {
+			e.log.Warn("audit: rejected archive link", "job", jobID, "err", err)
+			return nil, err
+		}
+		return nil, e.record(ctx, query.Get("tenant"), action, err, map[string]any{"jobId": jobID})
+	}
+	tenant := query.Get("tenant")
+	meta := map[string]any{"jobId": jobID}
+	job, err := e.cfg.Store.GetExportJob(ctx, tenant, jobID)
+	if err == nil && (job.State != JobSucceeded || job.Archive == "") {
+		err = fault.E(fault.NotFound, "the archive is no longer available")
+	}
+	if err != nil {
+		return nil, e.record(ctx, tenant, action, err, meta)
+	}
+	f, err := os.Open(filepath.Join(e.cfg.ArchiveDir, job.Archive))
+	if errors.Is(err, os.ErrNotExist) {
+		err = fault.E(fault.NotFound, "the archive is no longer available", err)
+	}
+	if err != nil {
+		return nil, e.record(ctx, tenant, action, err, meta)
+	}
+	meta["size"] = job.ArchiveSize
+	if err := e.record(ctx, tenant, action, nil, meta); err != nil {
+		f.Close()
+		return nil, err
+	}
+	var mod time.Time
+	if job.EndedAt != nil {
+		mod = *job.EndedAt
+	}
+	return &Archive{ReadSeekCloser: f, Size: job.ArchiveSize, JobID: job.ID, ModTime: mod}, nil
+}
+
+// Poke wakes the worker to look for jobs now. It never blocks; pokes while
+// the worker is busy coalesce into one more pass.
+func (e *Exporter) Poke() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// AfterPass returns a channel closed when the next worker pass (of Run or
+// RunPending) completes. Tests wait on it instead of sleeping: read the
+// job state, and if not yet final wait for the next pass.
+func (e *Exporter) AfterPass() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.passDone
+}
+
+func (e *Exporter) passFinished() {
+	e.mu.Lock()
+	close(e.passDone)
+	e.passDone = make(chan struct{})
+	e.mu.Unlock()
+}
+
+// Run runs the export worker and the archive clean-up until ctx ends. The
+// worker runs every job it can claim, then waits for a Poke or PollEvery
+// on the clock; the clean-up runs every CleanupEvery. Several processes
+// may run it against one store.
+func (e *Exporter) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			if _, err := e.RunPending(ctx); err != nil && ctx.Err() == nil {
+				e.log.Error("audit: export pass failed", "err", err)
+			}
+			t := e.cfg.Clock.NewTimer(e.cfg.PollEvery)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-e.wake:
+			case <-t.C():
+			}
+			t.Stop()
+		}
+	})
+	wg.Go(func() {
+		for {
+			if _, err := e.CleanupExpired(ctx); err != nil && ctx.Err() == nil {
+				e.log.Error("audit: archive clean-up failed", "err", err)
+			}
+			if !clock.Sleep(e.cfg.Clock, e.cfg.CleanupEvery, ctx.Done()) {
+				return
+			}
+		}
+	})
+	wg.Wait()
+	return nil
+}
+
+// RunPending claims and runs jobs until none is claimable, and returns how
+// many it ran to an end (succeeded or failed). A job whose run fails below
+// MaxExportAttempts is left to its lease, to be retried when it lapses.
+func (e *Exporter) RunPending(ctx context.Context) (int, error) {
+	defer e.passFinished()
+	n := 0
+	for ctx.Err() == nil {
+		job, err := e.cfg.Store.ClaimExportJob(ctx, e.cfg.Owner, e.now(), e.cfg.LeaseFor)
+		if fault.Is(fault.NotFound, err) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if e.runJob(ctx, job) {
+			n++
+		}
+	}
+	return n, ctx.Err()
+}
+
+// runJob runs one claimed job and reports whether it reached a final state.
+func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
+	ctx = WithActor(ctx, "system:"+e.cfg.Owner, "")
+	meta := requestMeta(job.ID, job.Request)
+	meta["attempt"] = job.Attempts
+	if job.Attempts > MaxExportAttempts {
+		reason := fmt.Sprintf("the export failed %d times", MaxExportAttempts)
+		return e.fail(ctx, job, reason, meta)
+	}
+	workCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { e.keepLease(workCtx, cancel, job) })
+
+	res, err := e.writeArchive(workCtx, job)
+	cancel()
+	wg.Wait()
+	if err != nil {
+		e.log.Error("audit: export failed", "job", job.ID, "attempt", job.Attempts, "err", err)
+		if ctx.Err() != nil {
+			return false // shutting down: another pass or process takes it over
+		}
+		if job.Attempts >= MaxExportAttempts {
+			return e.fail(ctx, job, fmt.Sprintf("the export failed %d times", MaxExportAttempts), meta)
+		}
+		return false
+	}
+	err = e.cfg.Store.CompleteExportJob(ctx, job.TenantID, job.ID, e.cfg.Owner, e.now(), res)
+	if err != nil {
+		// Lost the lease (Conflict): another worker owns the job now.
+		os.Remove(filepath.Join(e.cfg.ArchiveDir, res.Archive))
+		e.log.Warn("audit: export not completed", "job", job.ID, "err", err)
+		return false
+	}
+	meta["count"], meta["size"] = res.Summary.Count, res.ArchiveSize
+	if err := e.record(ctx, job.TenantID, "export.complete", nil, meta); err != nil {
+		e.log.Error("audit: cannot record export completion", "job", job.ID, "err", err)
+	}
+	return true
+}
+
+func (e *Exporter) fail(ctx context.Context, job ExportJob, reason string, meta map[string]any) bool {
+	if err := e.cfg.Store.FailExportJob(ctx, job.TenantID, job.ID, e.cfg.Owner, e.now(), reason); err != nil {
+		e.log.Warn("audit: export not failed", "job", job.ID, "err", err)
+		return false
+	}
+	if err := e.record(ctx, job.TenantID, "export.fail", fault.E(fault.Unavailable, fault.Msg(reason)), meta); err != nil {
+		e.log.Error("audit: cannot record export failure", "job", job.ID, "err", err)
+	}
+	return true
+}
+
+// keepLease renews the job's lease every third of LeaseFor until ctx ends,
+// and cancels the work when the lease is lost.
+func (e *Exporter) keepLease(ctx context.Context, cancel context.CancelFunc, job ExportJob) {
+	for clock.Sleep(e.cfg.Clock, e.cfg.LeaseFor/3, ctx.Done()) {
+		err := e.cfg.Store.RenewExportLease(ctx, job.TenantID, job.ID, e.cfg.Owner, e.now(), e.cfg.LeaseFor)
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("audit: export lease lost", "job", job.ID, "err", err)
+			cancel()
+			return
+		}
+	}
+}
+
+// writeArchive streams the job's records into <jobID>-<attempt>.zip in the
+// archive directory, through a temporary file renamed at the end, with a
+// scratch file so memory stays flat.
+func (e *Exporter) writeArchive(ctx context.Context, job ExportJob) (ExportResult, error) {
+	signer, err := e.cfg.Signer()
+	if err != nil {
+		return ExportResult{}, err
+	}
+	dir := e.cfg.ArchiveDir
+	name := fmt.Sprintf("%s-%d.zip", job.ID, job.Attempts)
+	scratch, err := os.CreateTemp(dir, "scratch-*.tmp")
+	if err != nil {
+		return ExportResult{}, err
+	}
+	defer func() {
+		scratch.Close()
+		os.Remove(scratch.Name())
+	}()
+	tmp, err := os.CreateTemp(dir, name+".*.tmp")
+	if err != nil {
+		return ExportResult{}, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	bw := bufio.NewWriterSize(tmp, 256<<10)
+	meta := ArchiveMeta{JobID: job.ID, TenantID: job.TenantID, Request: job.Request, CreatedAt: e.now(), Scratch: scratch}
+	sum, err := WriteArchive(bw, meta, e.cfg.Store.ScanAuditRecords(ctx, job.TenantID, job.Request), signer)
+	if err != nil {
+		return ExportResult{}, err
+	}
+	if err := bw.Flush(); err != nil {
+		return ExportResult{}, err
+	}
+	if err := tmp.Sync(); err != nil {
+		return ExportResult{}, err
+	}
+	size, err := tmp.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return ExportResult{}, err
+	}
+	if err := tmp.Close(); err != nil {
+		return ExportResult{}, err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return ExportResult{}, err
+	}
+	ok = true
+	return ExportResult{Archive: name, ArchiveSize: size, Summary: sum, ArchiveExpiresAt: e.now().Add(ArchiveTTL)}, nil
+}
+
+// CleanupExpired deletes the archives whose time is up and clears them from
+// their jobs (which stay readable, with no location), recording
+// export.archive.delete in each tenant. It returns how many it removed.
+func (e *Exporter) CleanupExpired(ctx context.Context) (int, error) {
+	ctx = WithActor(ctx, "system:"+e.cfg.Owner, "")
+	n := 0
+	for {
+		jobs, err := e.cfg.Store.ListExpiredArchives(ctx, e.now(), 100)
+		if err != nil || len(jobs) == 0 {
+			return n, err
+		}
+		for _, j := range jobs {
+			if err := os.Remove(filepath.Join(e.cfg.ArchiveDir, j.Archive)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return n, err
+			}
+			if err := e.cfg.Store.ForgetExportArchive(ctx, j.TenantID, j.ID); err != nil {
+				return n, err
+			}
+			if err := e.record(ctx, j.TenantID, "export.archive.delete", nil, map[string]any{"jobId": j.ID}); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+}

@@ -1,0 +1,111 @@
+package httpapi
+
+import (
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/identity"
+)
+
+// archivesPath is the route of signed archive downloads under {audit_url}.
+const archivesPath = "/v1/archives"
+
+// Paging defaults of GET {audit_url}/v1/service_instances.
+const (
+	defaultInstancePage = 0
+	defaultInstanceSize = audit.DefaultPageSize
+)
+
+func (s *Server) registerAudit() {
+	base := s.opts.AuditURL
+	auth := s.oauthToken(styleProblem, identity.ScopeAuditExport)
+	s.handle("GET", base+"/v1/service_instances", auth, s.listServiceInstances)
+	s.handle("POST", base+"/v1/audit-log-exports", auth, s.startExport)
+	s.handle("GET", base+"/v1/audit-log-exports/{jobId}", auth, s.getExport)
+	s.handle("GET", base+archivesPath+"/{jobId}", routeOpts{style: styleProblem, name: "signed-url"}, s.downloadArchive)
+}
+
+func (s *Server) listServiceInstances(w http.ResponseWriter, r *http.Request) error {
+	page, err := queryInt(r, "page", defaultInstancePage)
+	if err != nil {
+		return err
+	}
+	size, err := queryInt(r, "size", defaultInstanceSize)
+	if err != nil {
+		return err
+	}
+	res, err := s.p.ListServiceInstances(r.Context(), principal(r), page, size)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, res)
+	return nil
+}
+
+// exportJSON is an export job on the wire.
+type exportJSON struct {
+	JobID     string     `json:"jobId"`
+	State     string     `json:"state"`
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   *time.Time `json:"endedAt"`
+	Location  *string    `json:"location"`
+	Error     string     `json:"error,omitempty"`
+}
+
+func (s *Server) startExport(w http.ResponseWriter, r *http.Request) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return fault.E(fault.Invalid, "Content-Type must be application/json")
+		}
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return err
+	}
+	if err := checkDepth(body, MaxJSONDepth); err != nil {
+		return err
+	}
+	job, err := s.p.StartExport(r.Context(), principal(r), body)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusAccepted, struct {
+		JobID     string    `json:"jobId"`
+		State     string    `json:"state"`
+		StartedAt time.Time `json:"startedAt"`
+	}{job.ID, job.State, job.StartedAt})
+	return nil
+}
+
+func (s *Server) getExport(w http.ResponseWriter, r *http.Request) error {
+	st, err := s.p.GetExport(r.Context(), principal(r), r.PathValue("jobId"), s.opts.AuditURL+archivesPath)
+	if err != nil {
+		return err
+	}
+	out := exportJSON{JobID: st.Job.ID, State: st.Job.State, StartedAt: st.Job.StartedAt, EndedAt: st.Job.EndedAt, Error: st.Job.Error}
+	if st.Location != "" {
+		loc := s.opts.PublicURL + st.Location
+		out.Location = &loc
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) downloadArchive(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.p.OpenArchive(r.Context(), r.PathValue("jobId"), r.URL.Query())
+	if err != nil {
+		return err
+	}
+	defer a.Close()
+	w.Header().Set("Content-Type", "application/zip")
+	w.Header().Set("Content-Disposition", `attachment; filename="audit-logs-`+a.JobID+`.zip"`)
+	w.Header().Set("Cache-Control", "no-store")
+	// ServeContent handles Range and HEAD; the body is the stored file.
+	http.ServeContent(w, r, "", a.ModTime, a.ReadSeekCloser)
+	return nil
+}

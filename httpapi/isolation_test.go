@@ -1,0 +1,132 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/latchkeytest"
+)
+
+// TestTenantIsolationOnEveryRoute walks every route the router registers
+// and calls it with a valid credential of another tenant (B) on tenant A's
+// resources. Routes that name a resource of A must answer 401, 403 or 404;
+// no route may answer with A's data. The route list comes from the router,
+// so a new route is covered (or, with a new path parameter, fails here until
+// the test is told which of A's values to put there).
+func TestTenantIsolationOnEveryRoute(t *testing.T) {
+	e := latchkeytest.New(t)
+	a := e.NewTenant("Acme")
+	b := e.NewTenant("Bolt")
+
+	// Tenant A's resources, one of each kind a path can name.
+	adminA := bearer(a.AdminToken)
+	user := e.Do("POST", "/api/v1/admin/tenants/"+a.ID+"/users", map[string]any{"name": "alice-of-acme-q7", "password": "alice-password"}, adminA)
+	if user.Status != http.StatusCreated {
+		t.Fatalf("create user: %d %s", user.Status, user.Body)
+	}
+	e.ClientProfile(a, map[string]any{"name": "robots"})
+	client := e.RegisterClient("robot-of-acme-q7", e.RegistrationToken(a, "robots", 1, 3600))
+	key := e.Do("POST", "/api/v1/vault/keys2", map[string]any{"name": "vault-of-acme-q7", "algorithm": "AES", "size": 256}, adminA)
+	if key.Status != http.StatusCreated {
+		t.Fatalf("create vault key: %d %s", key.Status, key.Body)
+	}
+	auditA := e.AuditClient(a, identity.RoleTenantAdmin, identity.ScopeAuditExport)
+	job := e.Do("POST", "/audit/v1/audit-log-exports", map[string]any{"from": "2026-01-01T00:00:00Z", "to": "2026-06-01T00:00:00Z"}, bearer(auditA))
+	if job.Status != http.StatusAccepted {
+		t.Fatalf("start export: %d %s", job.Status, job.Body)
+	}
+	values := map[string]string{
+		"tenantId":   a.ID,
+		"tenantCode": a.Code,
+		"userId":     user.JSON()["id"].(string),
+		"jobId":      job.JSON()["jobId"].(string),
+	}
+	idFor := map[string]string{ // {id} by the area of the route
+		"/client-management/": client.ID,
+		"/vault/":             key.JSON()["id"].(string),
+	}
+	// Markers of A's data: none may appear in an answer to B.
+	markers := []string{a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7"}
+
+	// Tenant B's credentials, each as strong as its kind allows.
+	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
+	apiKeyB := e.APIKey(b, "", identity.AreaAuthenticator, identity.AreaProvisioning)
+	credential := func(auth string) (string, bool) {
+		switch {
+		case auth == "platform-jwt":
+			return bearer(b.AdminToken), true
+		case strings.HasPrefix(auth, "oauth:"):
+			return bearer(oauthB), true
+		case strings.HasPrefix(auth, "apikey:"):
+			return "Authorization: Bearer " + apiKeyB, true
+		}
+		return "", false // public routes: their own credential is tested with them
+	}
+	// Plausible bodies, so that a refusal is about the tenant, not the body.
+	bodies := map[string]any{
+		"settings":      map[string]any{"fidoImportEnabled": false},
+		"users":         map[string]any{"name": "mallory", "password": "mallory-password"},
+		"oauth-clients": map[string]any{"name": "m", "scopes": []string{"audit:export"}},
+		"api-keys":      map[string]any{"name": "m", "areas": []string{"authenticator"}},
+	}
+	param := regexp.MustCompile(`\{([A-Za-z]+)\}`)
+	checked := 0
+	for _, r := range e.Handler.Routes() {
+		cred, ok := credential(r.Auth)
+		if !ok {
+			continue
+		}
+		namesA := false
+		path := param.ReplaceAllStringFunc(r.Pattern, func(m string) string {
+			name := m[1 : len(m)-1]
+			namesA = true
+			if name == "id" {
+				for area, v := range idFor {
+					if strings.Contains(r.Pattern, area) {
+						return v
+					}
+				}
+			}
+			v, ok := values[name]
+			if !ok {
+				t.Fatalf("route %s %s has path parameter {%s}: give the test tenant A's value for it", r.Method, r.Pattern, name)
+			}
+			return v
+		})
+		var body any
+		if r.Method == "POST" || r.Method == "PATCH" || r.Method == "PUT" {
+			body = map[string]any{}
+			for suffix, b := range bodies {
+				if strings.HasSuffix(r.Pattern, "/"+suffix) {
+					body = b
+				}
+			}
+		}
+		t.Run(r.Method+" "+r.Pattern, func(t *testing.T) {
+			checked++
+			resp := e.Do(r.Method, path, body, cred)
+			if namesA && !slices.Contains([]int{401, 403, 404}, resp.Status) {
+				t.Errorf("status %d for another tenant's resource, want 401, 403 or 404; body %s", resp.Status, resp.Body)
+			}
+			for _, m := range markers {
+				if strings.Contains(string(resp.Body), m) {
+					t.Errorf("answer to tenant B contains tenant A's %q: %s", m, resp.Body)
+				}
+			}
+		})
+	}
+	if checked < 15 {
+		t.Fatalf("only %d authenticated routes checked; the route list looks wrong", checked)
+	}
+	// A's resources are intact after B's attempts.
+	if r := e.Do("GET", "/api/v1/client-management/clients/"+client.ID, nil, adminA); r.Status != 200 {
+		t.Errorf("A's client after B's attempts: %d", r.Status)
+	}
+	if r := e.Do("GET", "/api/v1/vault/keys2/"+idFor["/vault/"], nil, adminA); r.Status != 200 {
+		t.Errorf("A's vault key after B's attempts: %d", r.Status)
+	}
+}

@@ -153,6 +153,7 @@ func (s *Service) UpdateSettings(ctx context.Context, p Principal, tenantID stri
 	if err := s.st.UpdateTenantSettings(ctx, tenantID, st); err != nil {
 		return fail(err)
 	}
+	s.tenants.Delete(tenantID)
 	t.Settings = st
 	return t, s.record(ctx, tenantID, "tenant.settings.update", nil, map[string]any{"settings": st})
 }
@@ -295,7 +296,7 @@ func (s *Service) ClientCredentials(ctx context.Context, clientID, secret, scope
 	if clientID == "" || secret == "" {
 		return "", 0, "", fault.E(fault.Unauthenticated, "client authentication failed", ErrInvalidClient)
 	}
-	c, err := s.st.GetOAuthClient(ctx, clientID)
+	c, err := s.oauthClient(ctx, clientID)
 	if err != nil && !fault.Is(fault.NotFound, err) {
 		return "", 0, "", err
 	}
@@ -318,7 +319,7 @@ func (s *Service) ClientCredentials(ctx context.Context, clientID, secret, scope
 			}
 		}
 	}
-	t, err := s.st.GetTenant(ctx, c.TenantID)
+	t, err := s.tenant(ctx, c.TenantID)
 	if err != nil {
 		return "", 0, "", err
 	}
@@ -359,7 +360,7 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, key string) (Principal
 	} else if err != nil {
 		return Principal{}, err
 	}
-	t, err := s.st.GetTenant(ctx, k.TenantID)
+	t, err := s.tenant(ctx, k.TenantID)
 	if err != nil {
 		return Principal{}, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/ttlcache"
 )
 
 // OAuth 2.0 error codes (RFC 6749 §5.2). Errors returned by ClientCredentials
@@ -51,7 +52,17 @@ type Config struct {
 type Service struct {
 	cfg Config
 	st  Store
+
+	// Tenants and OAuth clients are read on every token issuance and change
+	// rarely. They are cached briefly: a change made through this process is
+	// seen at once, one made through another process within lookupTTL.
+	tenants *ttlcache.Cache[string, Tenant]
+	clients *ttlcache.Cache[string, OAuthClient]
 }
+
+// lookupTTL bounds how long another process's change to a tenant or OAuth
+// client may go unseen here.
+const lookupTTL = 5 * time.Second
 
 // NewService returns a Service, filling defaults.
 func NewService(cfg Config) *Service {
@@ -70,7 +81,36 @@ func NewService(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, st: cfg.Store}
+	return &Service{cfg: cfg, st: cfg.Store,
+		tenants: ttlcache.New[string, Tenant](lookupTTL, 10_000),
+		clients: ttlcache.New[string, OAuthClient](lookupTTL, 10_000),
+	}
+}
+
+// tenant returns a tenant by id through the lookup cache.
+func (s *Service) tenant(ctx context.Context, id string) (Tenant, error) {
+	now := s.cfg.Clock.Now()
+	if t, ok := s.tenants.Get(id, now); ok {
+		return t, nil
+	}
+	t, err := s.st.GetTenant(ctx, id)
+	if err == nil {
+		s.tenants.Put(id, t, now)
+	}
+	return t, err
+}
+
+// oauthClient returns an OAuth client by id through the lookup cache.
+func (s *Service) oauthClient(ctx context.Context, id string) (OAuthClient, error) {
+	now := s.cfg.Clock.Now()
+	if c, ok := s.clients.Get(id, now); ok {
+		return c, nil
+	}
+	c, err := s.st.GetOAuthClient(ctx, id)
+	if err == nil {
+		s.clients.Put(id, c, now)
+	}
+	return c, err
 }
 
 // Keys returns the service's key set.

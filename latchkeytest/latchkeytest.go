@@ -74,6 +74,14 @@ func New(t testing.TB, opts ...Option) *Env {
 	return &Env{T: t, Clock: clk, Store: st, Platform: p, Handler: h, Server: srv, Root: boot.Tenant}
 }
 
+// For returns a copy of e that reports to t: inside a fuzz target or a
+// goroutine's subtest, helpers must fail that test, not the one that made e.
+func (e *Env) For(t testing.TB) *Env {
+	c := *e
+	c.T = t
+	return &c
+}
+
 // Response is a decoded HTTP response.
 type Response struct {
 	Status int

@@ -51,12 +51,12 @@ type Config struct {
 	// ExportLeaseFor and ExportPollEvery tune the export worker (see
 	// latchkey.Config); zero means the defaults.
 	ExportLeaseFor, ExportPollEvery time.Duration
-	AllowPrivateEndpoints bool
-	PublicURL             string
-	AdminPassword         string // "" means generate on first start
-	MasterKey             string // base64; "" means the data directory's master.key
-	Logger                *slog.Logger
-	Stdout                io.Writer
+	AllowPrivateEndpoints           bool
+	PublicURL                       string
+	AdminPassword                   string // "" means generate on first start
+	MasterKey                       string // base64; "" means the data directory's master.key
+	Logger                          *slog.Logger
+	Stdout                          io.Writer
 	// Ready, when set, receives the bound addresses once the server serves.
 	Ready func(httpAddr, tlsAddr string)
 }

@@ -22,8 +22,20 @@ func (p *Platform) ListServiceInstances(ctx context.Context, by identity.Princip
 }
 
 // StartExport queues an audit-log export; see audit.Exporter.StartExport.
+// This process's worker is poked at once; with a Notifier store, so are the
+// other processes' (whichever claims the job first runs it).
 func (p *Platform) StartExport(ctx context.Context, by identity.Principal, body []byte) (audit.ExportJob, error) {
-	return p.Exports.StartExport(ctx, auditCaller(by), body)
+	job, err := p.Exports.StartExport(ctx, auditCaller(by), body)
+	if err != nil {
+		return job, err
+	}
+	if n, ok := p.cfg.Store.(Notifier); ok {
+		if err := n.Notify(ctx, exportChannel); err != nil {
+			// Only a hint: the other workers' poll finds the job anyway.
+			p.log.Warn("latchkey: cannot notify other processes of an export job", "job", job.ID, "err", err)
+		}
+	}
+	return job, nil
 }
 
 // GetExport returns an export job and, once it has succeeded, its signed

@@ -59,6 +59,47 @@ type Config struct {
 	// temporary directory, removed by Close. Processes sharing a store
 	// should share it too (a download may reach any of them).
 	ArchiveDir string
+	// ExportLeaseFor and ExportPollEvery tune the audit export worker; zero
+	// means audit.DefaultLeaseFor and audit.DefaultPollEvery. A dead
+	// process's job is taken over once its lease lapses; an idle worker
+	// looks for other processes' jobs every ExportPollEvery (sooner when
+	// the Store is a Notifier).
+	ExportLeaseFor  time.Duration
+	ExportPollEvery time.Duration
+}
+
+// Locker is implemented by stores that several processes share
+// (store/postgres). WithLock runs fn while holding the named lock, which
+// at most one caller in any process holds at a time. New creates the
+// platform's first signing key and client CA under it, and Bootstrap the
+// root tenant, so processes starting together on an empty database agree
+// on them without relying on retries.
+type Locker interface {
+	WithLock(ctx context.Context, name string, fn func(ctx context.Context) error) error
+}
+
+// Notifier is implemented by stores that can wake workers in other
+// processes (store/postgres, through LISTEN/NOTIFY). Notify signals every
+// listener of channel, in every process; Listen delivers such signals (and
+// one after each reconnection, when signals may have been missed) until
+// ctx ends. Signals are hints: workers still poll, so a lost one only
+// delays work.
+type Notifier interface {
+	Notify(ctx context.Context, channel string) error
+	Listen(ctx context.Context, channel string) <-chan struct{}
+}
+
+// exportChannel is the Notifier channel on which a new export job wakes
+// the export workers of every process.
+const exportChannel = "latchkey_export_jobs"
+
+// withLock runs fn under the store's named lock when the store is a
+// Locker, else directly (one process: the store's Conflicts suffice).
+func withLock(ctx context.Context, st Store, name string, fn func(ctx context.Context) error) error {
+	if l, ok := st.(Locker); ok {
+		return l.WithLock(ctx, name, fn)
+	}
+	return fn(ctx)
 }
 
 // Platform is the whole service, usable without HTTP.
@@ -109,33 +150,40 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	if !cfg.PasswordParams.AtLeast(identity.OWASPMinimum) && !cfg.AllowWeakPasswordHashing {
 		return nil, errors.New("latchkey: PasswordParams are below OWASP's minimum for argon2id")
 	}
-	keys, err := identity.LoadKeySet(ctx, cfg.Store, sealer, cfg.Clock, cfg.Issuer)
-	if err != nil {
-		return nil, err
-	}
 	p := &Platform{cfg: cfg, log: cfg.Logger, sealer: sealer, stop: make(chan struct{})}
-	if p.cfg.ArchiveDir == "" {
-		if p.cfg.ArchiveDir, err = os.MkdirTemp("", "latchkey-archives-*"); err != nil {
-			return nil, err
-		}
-		p.ownArchiveDir = true
-	}
 	p.recorder = audit.NewRecorder(cfg.Store, cfg.Clock, cfg.Logger)
-	p.Identity = identity.NewService(identity.Config{
-		Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		Hasher:           identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency),
-		PlatformTokenTTL: cfg.PlatformTokenTTL,
-	})
-	// The client CA is created on first start (sealed in the store) and
-	// loaded on every later one, so it exists once New returns.
-	p.Clients, err = clients.New(ctx, clients.Config{
-		Store: cfg.Store, Tenants: cfg.Store, Keys: keys, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock,
-		Logger: cfg.Logger, TokenTTL: cfg.PlatformTokenTTL,
+	// The first signing key and the client CA are created on first start
+	// (sealed in the store) and loaded on every later one, so they exist
+	// once New returns. A master key other than the one that sealed them
+	// fails here, before anything is served.
+	var keys *identity.KeySet
+	err = withLock(ctx, cfg.Store, "platform-keys", func(ctx context.Context) error {
+		var err error
+		if keys, err = identity.LoadKeySet(ctx, cfg.Store, sealer, cfg.Clock, cfg.Issuer); err != nil {
+			return err
+		}
+		p.Clients, err = clients.New(ctx, clients.Config{
+			Store: cfg.Store, Tenants: cfg.Store, Keys: keys, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock,
+			Logger: cfg.Logger, TokenTTL: cfg.PlatformTokenTTL,
+		})
+		return err
 	})
 	if err != nil {
 		p.recorder.Close()
 		return nil, err
 	}
+	if p.cfg.ArchiveDir == "" {
+		if p.cfg.ArchiveDir, err = os.MkdirTemp("", "latchkey-archives-*"); err != nil {
+			p.recorder.Close()
+			return nil, err
+		}
+		p.ownArchiveDir = true
+	}
+	p.Identity = identity.NewService(identity.Config{
+		Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Hasher:           identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency),
+		PlatformTokenTTL: cfg.PlatformTokenTTL,
+	})
 	p.Vault = vault.NewService(vault.Config{Store: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock})
 	p.Exports, err = audit.NewExporter(audit.ExporterConfig{
 		Store: cfg.Store, Sink: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
@@ -144,6 +192,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 			return audit.NewES256Signer(kid, key)
 		},
 		URLKey: sealer.SubKey("audit-url"), ArchiveDir: p.cfg.ArchiveDir,
+		LeaseFor: cfg.ExportLeaseFor, PollEvery: cfg.ExportPollEvery,
 	})
 	if err != nil {
 		p.Close()
@@ -163,8 +212,16 @@ func (p *Platform) Audit() audit.Sink { return p.recorder }
 
 // Bootstrap creates the root tenant and its "admin" user on an empty store
 // (see identity.Service.Bootstrap) and the root tenant's service instances.
+// With a Locker store, processes bootstrapping together run it one at a
+// time: exactly one creates the tenant and the admin, and the others find
+// both in place.
 func (p *Platform) Bootstrap(ctx context.Context, adminPassword string) (identity.BootstrapResult, error) {
-	res, err := p.Identity.Bootstrap(ctx, adminPassword)
+	var res identity.BootstrapResult
+	err := withLock(ctx, p.cfg.Store, "platform-bootstrap", func(ctx context.Context) error {
+		var err error
+		res, err = p.Identity.Bootstrap(ctx, adminPassword)
+		return err
+	})
 	if err != nil {
 		return res, err
 	}
@@ -182,6 +239,7 @@ func (p *Platform) CreateTenant(ctx context.Context, by identity.Principal, name
 
 // Run runs the background workers (audit export jobs and archive clean-up)
 // until ctx ends or Close is called, and returns once they have stopped.
+// With a Notifier store, a job queued by any process wakes this worker.
 func (p *Platform) Run(ctx context.Context) error {
 	select {
 	case <-p.stop:
@@ -199,6 +257,14 @@ func (p *Platform) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
+	if n, ok := p.cfg.Store.(Notifier); ok {
+		wake := n.Listen(ctx, exportChannel)
+		go func() {
+			for range wake {
+				p.Exports.Poke()
+			}
+		}()
+	}
 	return p.Exports.Run(ctx)
 }
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Runs the PostgreSQL store's tests against the machine's local server.
+# Runs the PostgreSQL store's tests, and the two-process test of the
+# example server (two real server processes on one database), against the
+# machine's local server.
 #
 # The tests skip themselves when PLATFORM_POSTGRES_DSN is unset, which is
 # right on a laptop and wrong in CI: here a skipped test, or a run in which
@@ -37,6 +39,13 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
 go test -count=1 -v ./store/postgres/... 2>&1 | tee "$out" || status=$?
+if [ "$status" -eq 0 ]; then
+	go test -count=1 -v -run '^TestTwoProcessesOnePostgres$' ./examples/server/ 2>&1 | tee -a "$out" || status=$?
+	if ! grep -q -- '--- PASS: TestTwoProcessesOnePostgres' "$out"; then
+		echo "postgres.sh: the two-process test did not run" >&2
+		exit 1
+	fi
+fi
 
 if [ "$status" -ne 0 ]; then
 	echo "postgres.sh: go test failed (exit $status)" >&2

@@ -29,12 +29,18 @@ type env struct {
 
 func newEnv(b *testing.B, params identity.PasswordParams) *env {
 	b.Helper()
-	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
+	return newEnvOn(b, st, params)
+}
+
+// newEnvOn is newEnv on a store the caller opened (and closes).
+func newEnvOn(b *testing.B, st latchkey.Store, params identity.PasswordParams) *env {
+	b.Helper()
+	ctx := context.Background()
 	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: seal.NewKey(), PasswordParams: params, AllowWeakPasswordHashing: true})
 	if err != nil {
 		b.Fatal(err)

@@ -4,7 +4,12 @@
 // directory, or in PostgreSQL with -postgres.
 //
 //	go run ./examples/server [-addr 127.0.0.1:8080] [-tls-addr 127.0.0.1:8443] [-data ./data]
-//	                         [-postgres DSN] [-allow-private-endpoints]
+//	                         [-postgres DSN] [-archive-dir DIR] [-allow-private-endpoints]
+//
+// Several processes may serve one PostgreSQL database behind a load
+// balancer (see docs/deployment.md). They need the same master key
+// ($PLATFORM_MASTER_KEY, base64 of 32 bytes; a process whose key cannot
+// open the stored keys refuses to start) and one shared -archive-dir.
 //
 // On first start with an empty data directory it creates the root tenant and
 // the user "admin" (password from $PLATFORM_ADMIN_PASSWORD, else generated
@@ -40,6 +45,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.TLSAddr, "tls-addr", "127.0.0.1:8443", "HTTPS listen address (client certificates accepted); empty disables")
 	fs.StringVar(&cfg.DataDir, "data", "./data", "data directory: SQLite database, master key, TLS certificate")
 	fs.StringVar(&cfg.PostgresDSN, "postgres", "", "PostgreSQL DSN; when set, data is kept there instead of SQLite")
+	fs.StringVar(&cfg.ArchiveDir, "archive-dir", "", "audit export archives (default <data>/archives); processes sharing a database must share it")
+	fs.DurationVar(&cfg.ExportLeaseFor, "export-lease", 0, "export job lease; a dead process's job is taken over when it lapses (default 2m; short values are for tests)")
+	fs.DurationVar(&cfg.ExportPollEvery, "export-poll", 0, "how often an idle export worker looks for jobs (default 1m; PostgreSQL wakes it sooner)")
 	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let event-stream endpoints be on loopback or private addresses")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "external URL of the plain listener (default http://<addr>)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")

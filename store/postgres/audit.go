@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,12 +22,12 @@ var _ audit.LogStore = (*Store)(nil)
 // window between "create if missing" and "lock".
 const lockHead = `INSERT INTO audit_heads (tenant_id, seq) VALUES ($1, 0)
 	ON CONFLICT (tenant_id) DO UPDATE SET seq = audit_heads.seq
-	RETURNING seq, hash`
+	RETURNING seq, hash, time`
 
 const insertRecord = `INSERT INTO audit_records (tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
-const advanceHead = `UPDATE audit_heads SET seq = $2, hash = $3 WHERE tenant_id = $1`
+const advanceHead = `UPDATE audit_heads SET seq = $2, hash = $3, time = $4 WHERE tenant_id = $1`
 
 // AppendAuditRecords implements audit.LogStore. Within one transaction it
 // locks the head row of every tenant in the call (in tenant id order, so
@@ -35,6 +36,12 @@ const advanceHead = `UPDATE audit_heads SET seq = $2, hash = $3 WHERE tenant_id 
 // trips of batched statements. Appenders of one tenant are thereby
 // serialised across processes; appenders of different tenants do not wait
 // for each other.
+//
+// Times never decrease along a tenant's chain (see audit.ExportStore): a
+// record stamped before the head's time, as happens when two processes'
+// clocks or two appenders' batches interleave, is stored and hashed with
+// the head's time instead. The head keeps that time, so the clamp needs no
+// read of the last record.
 func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) error {
 	if len(recs) == 0 {
 		return nil
@@ -63,13 +70,14 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 		type head struct {
 			seq  int64
 			hash []byte
+			time *time.Time
 		}
 		heads := make(map[string]head, len(tenants))
 		b := &pgx.Batch{}
 		for _, id := range tenants {
 			b.Queue(lockHead, id).QueryRow(func(row pgx.Row) error {
 				var h head
-				if err := row.Scan(&h.seq, &h.hash); err != nil {
+				if err := row.Scan(&h.seq, &h.hash, &h.time); err != nil {
 					return err
 				}
 				heads[id] = h
@@ -83,12 +91,16 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 		for i, r := range recs {
 			h := heads[r.TenantID]
 			r.Seq, r.PrevHash = h.seq+1, h.hash
+			if h.time != nil && r.Time.Before(*h.time) {
+				r.Time = *h.time
+			}
 			r.Hash = audit.ChainHash(r.PrevHash, *r)
-			heads[r.TenantID] = head{r.Seq, r.Hash}
+			t := r.Time
+			heads[r.TenantID] = head{r.Seq, r.Hash, &t}
 			b.Queue(insertRecord, r.TenantID, r.Seq, r.Time, r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, metas[i], r.PrevHash, r.Hash)
 		}
 		for _, id := range tenants {
-			b.Queue(advanceHead, id, heads[id].seq, heads[id].hash)
+			b.Queue(advanceHead, id, heads[id].seq, heads[id].hash, heads[id].time)
 		}
 		return tx.SendBatch(ctx, b).Close()
 	})
@@ -101,23 +113,27 @@ func (s *Store) ListAuditRecords(ctx context.Context, tenantID string, afterSeq 
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (audit.Record, error) {
-		var (
-			r    audit.Record
-			meta []byte
-		)
-		if err := row.Scan(&r.TenantID, &r.Seq, &r.Time, &r.TraceID, &r.Source, &r.ResourceID, &r.ActorID, &r.Action, &r.Status, &meta, &r.PrevHash, &r.Hash); err != nil {
-			return audit.Record{}, err
-		}
-		if err := unmarshal(meta, &r.Meta); err != nil {
-			return audit.Record{}, err
-		}
-		return r, nil
-	})
+	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (audit.Record, error) { return scanRecord(row) })
 	if err != nil {
 		return nil, mapErr(err)
 	}
 	return recs, nil
+}
+
+// scanRecord reads one audit_records row in the column order of
+// ListAuditRecords and ScanAuditRecords.
+func scanRecord(row pgx.Row) (audit.Record, error) {
+	var (
+		r    audit.Record
+		meta []byte
+	)
+	if err := row.Scan(&r.TenantID, &r.Seq, &r.Time, &r.TraceID, &r.Source, &r.ResourceID, &r.ActorID, &r.Action, &r.Status, &meta, &r.PrevHash, &r.Hash); err != nil {
+		return audit.Record{}, mapErr(err)
+	}
+	if err := unmarshal(meta, &r.Meta); err != nil {
+		return audit.Record{}, err
+	}
+	return r, nil
 }
 
 const instanceCols = `id, tenant_id, name, service_type, source, created_at`

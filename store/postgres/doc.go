@@ -33,6 +33,29 @@
 //     get the one row that won.
 //   - Uniqueness (tenant codes, user names, key hashes, ...) is enforced by
 //     unique constraints; a violation (SQLSTATE 23505) is fault.Conflict.
+//     The client CA table admits one row (id = 1), so concurrent first
+//     starts agree on the CA committed first.
+//   - Registration tokens: UseRegistrationToken is one UPDATE ... WHERE
+//     used < max_clients AND expires_at > now RETURNING; concurrent users
+//     queue on the row and re-check the condition, so no more than
+//     max_clients succeed. Only a refused call reads again, to tell
+//     NotFound, Expired and Conflict apart.
+//   - Export jobs: ClaimExportJob is one UPDATE whose subquery picks the
+//     oldest claimable job FOR UPDATE SKIP LOCKED; Renew, Complete and Fail
+//     check the lease holder and lease expiry in their own UPDATE's WHERE.
+//     ScanAuditRecords reads keyset pages of ScanChunk records, each a
+//     short statement, so an export holds neither a connection nor a
+//     snapshot while it compresses.
+//   - Audit times: the chain head also keeps the last record's time, and an
+//     append stamps a record no earlier than it, so times never decrease
+//     along a chain whatever the processes' clocks.
+//   - First start: WithLock (a row lock on store_locks, taken by a
+//     transaction held open while the caller works on other connections)
+//     serialises the creation of the first signing key, the client CA and
+//     the root tenant across processes (latchkey.Locker).
+//   - Wake-ups: Notify and Listen (latchkey.Notifier) carry "a job was
+//     queued" from one process's API to every process's export worker over
+//     LISTEN/NOTIFY; the workers still poll, so a lost signal only delays.
 //
 // Transactions run at READ COMMITTED, PostgreSQL's default; the row locks
 // above, not the isolation level, provide the guarantees. A transaction
@@ -77,4 +100,7 @@
 //     audit meta does not carry over.
 //   - The existence check for the schema reads pg_namespace, which
 //     CockroachDB also provides.
+//   - There is no LISTEN/NOTIFY: Listen keeps retrying quietly and the
+//     export workers rely on their poll. FOR UPDATE SKIP LOCKED needs
+//     CockroachDB 23.1 or later.
 package postgres

@@ -26,20 +26,37 @@ import (
 	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/httpapi"
 	"github.com/latchkey/latchkey/seal"
+	"github.com/latchkey/latchkey/store/postgres"
 	"github.com/latchkey/latchkey/store/sqlite"
 )
 
 // Config configures Run.
 type Config struct {
-	Addr, TLSAddr         string
-	DataDir               string
-	PostgresDSN           string
-	AllowPrivateEndpoints bool
-	PublicURL             string
-	AdminPassword         string // "" means generate on first start
-	MasterKey             string // base64; "" means the data directory's master.key
-	Logger                *slog.Logger
-	Stdout                io.Writer
+	Addr, TLSAddr string
+	// DataDir holds the SQLite database (without PostgresDSN), the master
+	// key file (without MasterKey), the TLS certificate and, by default,
+	// the export archives.
+	DataDir string
+	// PostgresDSN, when set, keeps the data in PostgreSQL instead of
+	// SQLite; several processes may then share the database. They must
+	// share the master key (MasterKey, i.e. $PLATFORM_MASTER_KEY, or the
+	// same master.key file) and the archive directory.
+	PostgresDSN string
+	// ArchiveDir is where audit export archives are written and served
+	// from; "" means DataDir/archives. A job's archive is written by
+	// whichever process claimed it and may be downloaded through any, so
+	// processes sharing a database need a shared directory (a shared
+	// volume) here.
+	ArchiveDir string
+	// ExportLeaseFor and ExportPollEvery tune the export worker (see
+	// latchkey.Config); zero means the defaults.
+	ExportLeaseFor, ExportPollEvery time.Duration
+	AllowPrivateEndpoints           bool
+	PublicURL                       string
+	AdminPassword                   string // "" means generate on first start
+	MasterKey                       string // base64; "" means the data directory's master.key
+	Logger                          *slog.Logger
+	Stdout                          io.Writer
 	// Ready, when set, receives the bound addresses once the server serves.
 	Ready func(httpAddr, tlsAddr string)
 }
@@ -57,10 +74,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if cfg.PostgresDSN != "" {
-		return errors.New("-postgres: the PostgreSQL store is not available in this build yet")
-	}
-	st, err := sqlite.Open(ctx, filepath.Join(cfg.DataDir, "latchkey.db"), sqlite.Options{})
+	st, err := OpenStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -75,9 +89,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if public == "" {
 		public = "http://" + ln.Addr().String()
 	}
+	archives := cfg.ArchiveDir
+	if archives == "" {
+		archives = filepath.Join(cfg.DataDir, "archives")
+	}
 	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public,
-		ArchiveDir: filepath.Join(cfg.DataDir, "archives")})
+		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery})
 	if err != nil {
+		if cfg.PostgresDSN != "" {
+			// Most likely another process sealed the keys with another
+			// master key (e.g. each generated its own master.key).
+			return fmt.Errorf("%w; every process sharing a PostgreSQL database needs the same master key: set $PLATFORM_MASTER_KEY (or share master.key) in all of them", err)
+		}
 		return err
 	}
 	defer p.Close()
@@ -121,7 +144,7 @@ func Run(ctx context.Context, cfg Config) error {
 	defer cancelRun()
 	go func() { errc <- p.Run(runCtx) }()
 
-	log.Info("serving", "http", ln.Addr().String(), "https", tlsAddr, "data", cfg.DataDir)
+	log.Info("serving", "http", ln.Addr().String(), "https", tlsAddr, "data", cfg.DataDir, "postgres", cfg.PostgresDSN != "", "archives", archives)
 	printWelcome(cfg.Stdout, ln.Addr().String(), tlsAddr, boot.Created, boot.Password, cfg.AdminPassword != "")
 	if cfg.Ready != nil {
 		cfg.Ready(ln.Addr().String(), tlsAddr)
@@ -143,6 +166,26 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cancelRun()
 	return errors.Join(errs...)
+}
+
+// Store is what Run keeps its data in: a platform store it closes at exit.
+type Store interface {
+	latchkey.Store
+	Close() error
+}
+
+// OpenStore opens the store cfg names: PostgreSQL at cfg.PostgresDSN when
+// set (migrated at open; several processes may share it), else the SQLite
+// file latchkey.db in cfg.DataDir.
+func OpenStore(ctx context.Context, cfg Config) (Store, error) {
+	if cfg.PostgresDSN != "" {
+		st, err := postgres.Open(ctx, cfg.PostgresDSN, postgres.Options{})
+		if err != nil {
+			return nil, fmt.Errorf("-postgres: %w", err)
+		}
+		return st, nil
+	}
+	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, "latchkey.db"), sqlite.Options{})
 }
 
 func printWelcome(w io.Writer, addr, tlsAddr string, created bool, generated string, fromEnv bool) {

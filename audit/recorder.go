@@ -27,6 +27,12 @@ type Recorder struct {
 	stopped  chan struct{}
 	stopOnce sync.Once
 
+	// closeMu orders enqueues before Close: Record enqueues under the read
+	// lock, Close sets closed under the write lock, so after Close nothing
+	// enters the queue and the loop's final drain answers everyone.
+	closeMu sync.RWMutex
+	closed  bool
+
 	mu        sync.Mutex
 	instances map[string]string // tenantID + "\x00" + source -> instance id
 }
@@ -98,11 +104,16 @@ func (r *Recorder) Record(ctx context.Context, e Entry) error {
 		},
 		done: make(chan error, 1),
 	}
+	r.closeMu.RLock()
+	if r.closed {
+		r.closeMu.RUnlock()
+		return ErrClosed
+	}
 	select {
 	case r.queue <- p:
-	case <-r.stop:
-		return ErrClosed
+		r.closeMu.RUnlock()
 	case <-ctx.Done():
+		r.closeMu.RUnlock()
 		return ctx.Err()
 	}
 	// Wait for durability even if ctx ends: the record is already queued and
@@ -196,6 +207,11 @@ func (r *Recorder) flush(batch []*pending, recs []*Record) {
 
 // Close stops the recorder after writing everything already queued.
 func (r *Recorder) Close() {
-	r.stopOnce.Do(func() { close(r.stop) })
+	r.stopOnce.Do(func() {
+		r.closeMu.Lock()
+		r.closed = true
+		r.closeMu.Unlock()
+		close(r.stop)
+	})
 	<-r.stopped
 }

@@ -1,0 +1,112 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/clock/clocktest"
+)
+
+// gatedStore is a LogStore whose appends wait for the test to open a gate,
+// and that records the size of every batch.
+type gatedStore struct {
+	entered chan int // receives each batch's size as its append starts
+	gate    chan struct{}
+	fail    error
+	mu      sync.Mutex
+	batches []int
+}
+
+func (g *gatedStore) AppendAuditRecords(ctx context.Context, recs []*Record) error {
+	if g.entered != nil {
+		g.entered <- len(recs)
+	}
+	<-g.gate
+	g.mu.Lock()
+	g.batches = append(g.batches, len(recs))
+	g.mu.Unlock()
+	return g.fail
+}
+func (g *gatedStore) ListAuditRecords(context.Context, string, int64, int) ([]Record, error) {
+	return nil, nil
+}
+func (g *gatedStore) EnsureServiceInstance(_ context.Context, c ServiceInstance) (ServiceInstance, error) {
+	return c, nil
+}
+func (g *gatedStore) ListServiceInstances(context.Context, string, int, int) ([]ServiceInstance, int, error) {
+	return nil, 0, nil
+}
+
+func waitQueued(t *testing.T, r *Recorder, n int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(r.queue) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d records queued, want %d", len(r.queue), n)
+		}
+		runtime.Gosched()
+	}
+}
+
+// Records that arrive while a batch is being written share the next
+// transaction, and nobody returns before their own batch is stored.
+func TestRecorderGroupCommits(t *testing.T) {
+	st := &gatedStore{gate: make(chan struct{}), entered: make(chan int, 2)}
+	r := NewRecorder(st, clocktest.New(time.Unix(0, 0)), nil)
+	defer r.Close()
+	entry := Entry{TenantID: "t", Source: SourcePlatform, Action: "a"}
+
+	first := make(chan error, 1)
+	go func() { first <- r.Record(context.Background(), entry) }()
+	// The first record is taken off the queue and its append waits at the gate.
+	if n := <-st.entered; n != 1 {
+		t.Fatalf("first batch has %d records", n)
+	}
+	const more = 10
+	results := make(chan error, more)
+	for range more {
+		go func() { results <- r.Record(context.Background(), entry) }()
+	}
+	waitQueued(t, r, more)
+	select {
+	case err := <-first:
+		t.Fatalf("Record returned before its batch was stored: %v", err)
+	default:
+	}
+	close(st.gate)
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	for range more {
+		if err := <-results; err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.batches) != 2 || st.batches[0] != 1 || st.batches[1] != more {
+		t.Fatalf("batches = %v, want [1 %d]: concurrent records must share one append", st.batches, more)
+	}
+}
+
+// When the store fails, every caller of the failed batch gets the error, so
+// no action is reported as done without its record.
+func TestRecorderReportsStoreFailure(t *testing.T) {
+	boom := errors.New("disk full")
+	gate := make(chan struct{})
+	close(gate)
+	r := NewRecorder(&gatedStore{gate: gate, fail: boom}, clocktest.New(time.Unix(0, 0)), nil)
+	defer r.Close()
+	err := r.Record(context.Background(), Entry{TenantID: "t", Source: SourcePlatform, Action: "a"})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Record = %v, want the store's error", err)
+	}
+	r.Close()
+	if err := r.Record(context.Background(), Entry{TenantID: "t", Source: SourcePlatform, Action: "a"}); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Record after Close = %v, want ErrClosed", err)
+	}
+}

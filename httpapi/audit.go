@@ -102,10 +102,47 @@ func (s *Server) downloadArchive(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	defer a.Close()
+	w = &problemOnError{ResponseWriter: w, r: r}
 	w.Header().Set("Content-Type", "application/zip")
 	w.Header().Set("Content-Disposition", `attachment; filename="audit-logs-`+a.JobID+`.zip"`)
 	w.Header().Set("Cache-Control", "no-store")
 	// ServeContent handles Range and HEAD; the body is the stored file.
 	http.ServeContent(w, r, "", a.ModTime, a.ReadSeekCloser)
 	return nil
+}
+
+// problemOnError turns the error answers http.ServeContent writes itself
+// (412 for a failed If-Unmodified-Since, 416 for an unsatisfiable Range,
+// both text/plain) into the audit area's problem body; what ServeContent
+// writes after such a status is dropped.
+type problemOnError struct {
+	http.ResponseWriter
+	r      *http.Request
+	failed bool
+}
+
+func (p *problemOnError) WriteHeader(code int) {
+	if code < http.StatusBadRequest {
+		p.ResponseWriter.WriteHeader(code)
+		return
+	}
+	p.failed = true
+	h := p.Header()
+	h.Del("Content-Disposition")
+	h.Del("X-Content-Type-Options")
+	detail := "the request cannot be served"
+	switch code {
+	case http.StatusPreconditionFailed:
+		detail = "the archive has been modified since If-Unmodified-Since"
+	case http.StatusRequestedRangeNotSatisfiable:
+		detail = "no requested range overlaps the archive"
+	}
+	writeJSON(p.ResponseWriter, code, map[string]any{"title": http.StatusText(code), "status": code, "detail": detail, "traceId": audit.TraceID(p.r.Context())})
+}
+
+func (p *problemOnError) Write(b []byte) (int, error) {
+	if p.failed {
+		return len(b), nil
+	}
+	return p.ResponseWriter.Write(b)
 }

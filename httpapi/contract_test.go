@@ -74,6 +74,9 @@ type contract struct {
 	vLoose     validator.Validator // for GET /openapi.json
 	client     *http.Client
 
+	// archiveDir holds the audit-export archives.
+	archiveDir string
+
 	mu      sync.Mutex
 	covered map[string]bool // "METHOD pattern status"
 }
@@ -81,7 +84,9 @@ type contract struct {
 func newContract(t *testing.T) *contract {
 	t.Helper()
 	ctx := context.Background()
+	archiveDir := t.TempDir()
 	p, err := latchkey.New(ctx, latchkey.Config{
+		ArchiveDir:               archiveDir,
 		Store:                    memstore.New(),
 		MasterKey:                seal.NewKey(),
 		Clock:                    clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)),
@@ -99,7 +104,7 @@ func newContract(t *testing.T) *contract {
 	api := httpapi.New(p, httpapi.Defaults())
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	c := &contract{srv: srv, api: api, p: p, rootTenant: boot.Tenant.ID, client: srv.Client(), covered: map[string]bool{}}
+	c := &contract{srv: srv, api: api, p: p, rootTenant: boot.Tenant.ID, client: srv.Client(), covered: map[string]bool{}, archiveDir: archiveDir}
 
 	resp, err := c.client.Get(srv.URL + "/openapi.json")
 	if err != nil {
@@ -116,7 +121,11 @@ func newContract(t *testing.T) *contract {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := []config.Option{config.WithFormatAssertions(), config.WithURLEncodedBodyValidation()}
+	// The radix-tree path lookup trims trailing slashes, so of two paths that
+	// differ only by one ({base_url}/client-management/clients and .../clients/)
+	// it keeps the last and misses the other's methods; the regular matcher
+	// picks the path that has the request's method.
+	opts := []config.Option{config.WithFormatAssertions(), config.WithURLEncodedBodyValidation(), config.DisablePathTree()}
 	v, errs := validator.NewValidator(document, append(opts, config.WithStrictMode())...)
 	if len(errs) > 0 {
 		t.Fatalf("validator: %v", errs)
@@ -303,9 +312,7 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 			c := newContractServer(t, tc.opts)
 			var routes []string
 			for _, r := range c.Routes() {
-				if !undocumented(r) {
-					routes = append(routes, r.Method+" "+r.Pattern)
-				}
+				routes = append(routes, r.Method+" "+r.Pattern)
 			}
 			slices.Sort(routes)
 			doc, err := httpapi.OpenAPIDocument(tc.opts)
@@ -317,18 +324,6 @@ func TestOpenAPIDocumentListsEveryRoute(t *testing.T) {
 			}
 		})
 	}
-}
-
-// undocumented reports routes merged before their OpenAPI fragments were
-// written. The list may only shrink: every other route must be documented
-// and exercised.
-func undocumented(r httpapi.Route) bool {
-	for _, prefix := range []string{"/client-management/", "/vault/", "/audit/v1/"} {
-		if strings.Contains(r.Pattern, prefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // newContractServer builds a Server without serving it.
@@ -378,6 +373,22 @@ func setup(t *testing.T, c *contract) fixture {
 	f.client.id, f.client.secret = cl["client_id"].(string), cl["client_secret"].(string)
 	f.rootTenant = c.rootTenant
 	return f
+}
+
+// contractArea is the contract scenarios of one API area, kept in its own
+// file and registered with registerContractArea from an init function;
+// TestContract runs them, in name order, on its server and fixture before
+// its coverage check.
+type contractArea struct {
+	name string
+	run  func(t *testing.T, c *contract, f fixture)
+}
+
+var contractAreas []contractArea
+
+func registerContractArea(name string, run func(t *testing.T, c *contract, f fixture)) {
+	contractAreas = append(contractAreas, contractArea{name, run})
+	slices.SortStableFunc(contractAreas, func(a, b contractArea) int { return strings.Compare(a.name, b.name) })
 }
 
 // oversized is a JSON body larger than the default 1 MiB limit.
@@ -521,11 +532,9 @@ func TestContract(t *testing.T) {
 		}
 		c.do(t, call{method: "PATCH", path: p, token: f.acme.admin, body: []byte(`{}`), want: 200})
 		t.Run("empty plan", func(t *testing.T) {
-			t.Skip(`bug: PATCH {"planFeatures": []} stores and answers "planFeatures": null, not [] (identity.UpdateSettings sorts an empty slice into nil)`)
 			c.do(t, call{method: "PATCH", path: p, token: f.acme.admin, body: []byte(`{"planFeatures": []}`), want: 200})
 		})
 		t.Run("webauthn without origins", func(t *testing.T) {
-			t.Skip(`bug: PATCH {"webauthn": {"rpId": ...}} without origins stores and answers "origins": null, not [] (identity.UpdateSettings keeps the nil slice)`)
 			c.do(t, call{method: "PATCH", path: p, token: f.acme.admin, body: []byte(`{"webauthn": {"rpId": "acme.example"}}`), want: 200})
 		})
 		c.do(t, call{method: "PATCH", path: p, token: f.acme.admin, body: jsonBody(map[string]any{"notificationRetentionSeconds": 0}), req: reqInvalid, want: 400})
@@ -562,7 +571,6 @@ func TestContract(t *testing.T) {
 		p := acme + "/oauth-clients"
 		c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: jsonBody(map[string]any{"name": "reader", "scopes": []string{"event:event:consumer"}}), want: 201})
 		t.Run("without scopes", func(t *testing.T) {
-			t.Skip(`bug: a client created without scopes is answered "scopes": null, not [] (identity.CreateOAuthClient sorts a nil slice)`)
 			c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: jsonBody(map[string]any{"name": "bare"}), want: 201})
 		})
 		c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: jsonBody(map[string]any{"name": "greedy", "scopes": []string{"root:everything"}}), req: reqInvalid, want: 400})
@@ -656,12 +664,15 @@ func TestContract(t *testing.T) {
 		})
 	})
 
+	// The scenarios of areas kept in their own files (contract_*_test.go).
+	for _, a := range contractAreas {
+		t.Run(a.name, func(t *testing.T) { a.run(t, c, f) })
+	}
+
 	t.Run("coverage", func(t *testing.T) {
 		var ops []string
 		for _, r := range c.api.Routes() {
-			if !undocumented(r) {
-				ops = append(ops, r.Method+" "+r.Pattern)
-			}
+			ops = append(ops, r.Method+" "+r.Pattern)
 		}
 		for _, op := range ops {
 			found := false

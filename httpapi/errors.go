@@ -78,18 +78,27 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 			slog.String("path", r.URL.Path), slog.String("trace", traceID), slog.Any("err", err))
 	}
 	msg := messageOf(err, status)
+	oauthCode := "invalid_request"
+	for _, e := range []error{identity.ErrInvalidClient, identity.ErrInvalidGrant, identity.ErrInvalidScope, identity.ErrUnsupportedGrantType, identity.ErrInvalidRequest} {
+		if errors.Is(err, e) {
+			oauthCode = e.Error()
+		}
+	}
+	s.writeProblem(w, r, st, status, codeOf[kind], oauthCode, fault.FieldOf(err), msg)
+}
+
+// writeProblem answers status with msg in the area's shape: code is the
+// platform and notification code (codeOf), oauthCode the RFC 6749 error
+// code, field the request field at fault of a 400, if any.
+func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, st style, status int, code, oauthCode, field, msg string) {
+	traceID := audit.TraceID(r.Context())
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="latchkey"`)
 	}
 	var body any
 	switch st {
 	case styleOAuth:
-		code := "invalid_request"
-		for _, e := range []error{identity.ErrInvalidClient, identity.ErrInvalidGrant, identity.ErrInvalidScope, identity.ErrUnsupportedGrantType, identity.ErrInvalidRequest} {
-			if errors.Is(err, e) {
-				code = e.Error()
-			}
-		}
+		code := oauthCode
 		switch {
 		case status >= 500:
 			code = "server_error"
@@ -101,17 +110,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 		}
 		body = map[string]string{"error": code, "error_description": msg}
 	case styleProblem:
-		if f := fault.FieldOf(err); kind == fault.Invalid && f != "" {
-			body = map[string]any{"errors": map[string][]string{f: {msg}}, "title": "One or more validation errors occurred.", "status": status, "traceId": traceID}
+		if status == http.StatusBadRequest && field != "" {
+			body = map[string]any{"errors": map[string][]string{field: {msg}}, "title": "One or more validation errors occurred.", "status": status, "traceId": traceID}
 		} else {
 			body = map[string]any{"title": http.StatusText(status), "status": status, "detail": msg, "traceId": traceID}
 		}
 	case styleNotification:
-		body = map[string]string{"code": codeOf[kind], "description": msg}
+		body = map[string]string{"code": code, "description": msg}
 	case styleProvisioning:
 		body = map[string]any{"code": status, "message": msg}
 	default:
-		body = map[string]any{"code": status, "codeDesc": codeOf[kind], "message": msg}
+		body = map[string]any{"code": status, "codeDesc": code, "message": msg}
 	}
 	if status == http.StatusTooManyRequests {
 		if secs := retryAfter(msg); secs != "" {

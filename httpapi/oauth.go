@@ -79,7 +79,7 @@ func (s *Server) asMetadata(w http.ResponseWriter, r *http.Request) error {
 		"jwks_uri":                              u + "/.well-known/jwks.json",
 		"grant_types_supported":                 []string{"client_credentials"},
 		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
-		"response_types_supported":              []string{"token"},
+		"response_types_supported":              []string{}, // RFC 8414 §2 requires the member; no authorization endpoint, so no response_type
 		"scopes_supported":                      identity.AllScopes,
 	})
 	return nil

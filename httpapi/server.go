@@ -74,6 +74,7 @@ type Server struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	routes []Route
+	styles map[string]style // error style by registered path pattern
 }
 
 // New returns a Server for p.
@@ -89,14 +90,42 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = p.Logger()
 	}
-	s := &Server{p: p, opts: opts, log: opts.Logger, mux: http.NewServeMux()}
+	s := &Server{p: p, opts: opts, log: opts.Logger, mux: http.NewServeMux(), styles: map[string]style{}}
 	s.registerPlatform()
 	s.registerClients()
 	s.registerVault()
 	s.registerOAuth()
 	s.registerMisc()
 	s.registerAudit()
+	s.mux.HandleFunc("/", s.fallback)
 	return s
+}
+
+// probeMethods are the methods fallback tries when it looks for the
+// methods a path is served with.
+var probeMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}
+
+// fallback answers the requests no route matches, in JSON rather than the
+// mux's plain text: a path that some route serves with other methods is 405
+// with Allow, in the error shape of that route's area; any other path is 404
+// in the platform shape. It is registered on "/" and is not a Route.
+func (s *Server) fallback(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	st := stylePlatform
+	for _, m := range probeMethods {
+		probe := &http.Request{Method: m, URL: r.URL, Host: r.Host, Header: http.Header{}}
+		if _, pattern := s.mux.Handler(probe); pattern != "/" && pattern != "" {
+			allow = append(allow, m)
+			_, path, _ := strings.Cut(pattern, " ")
+			st = s.styles[path]
+		}
+	}
+	if len(allow) == 0 {
+		s.writeProblem(w, r, stylePlatform, http.StatusNotFound, codeOf[fault.NotFound], "invalid_request", "", "no such resource: "+r.URL.Path)
+		return
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	s.writeProblem(w, r, st, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "invalid_request", "", r.Method+" is not allowed here; use "+strings.Join(allow, ", "))
 }
 
 // Routes returns every registered route.
@@ -166,6 +195,7 @@ func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
 		limit = s.opts.MaxBodyBytes
 	}
 	s.routes = append(s.routes, Route{Method: method, Pattern: strings.TrimSuffix(path, "{$}"), Auth: o.name})
+	s.styles[path] = o.style
 	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if o.auth != nil {

@@ -53,6 +53,9 @@ func (s *Server) listVaultKeys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if keys == nil {
+		keys = []vault.Key{} // an empty page is [], whatever the store returns
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"skip": q.Skip, "limit": q.Limit, "total": total, "resources": keys})
 	return nil
 }

@@ -130,7 +130,7 @@ func (s *Service) UpdateSettings(ctx context.Context, p Principal, tenantID stri
 				return fail(err)
 			}
 		}
-		st.PlanFeatures = slices.Compact(slices.Sorted(slices.Values(*patch.PlanFeatures)))
+		st.PlanFeatures = nonNil(slices.Compact(slices.Sorted(slices.Values(*patch.PlanFeatures))))
 	}
 	if r := patch.NotificationRetentionSeconds; r != nil {
 		if *r < 1 || *r > MaxRetentionSeconds {
@@ -148,7 +148,7 @@ func (s *Service) UpdateSettings(ctx context.Context, p Principal, tenantID stri
 				return fail(fault.E(fault.Invalid, fault.Field("webauthn.origins"), "each origin must be scheme://host[:port]"))
 			}
 		}
-		st.WebAuthn = *w
+		st.WebAuthn = WebAuthn{RPID: w.RPID, Origins: nonNil(slices.Clone(w.Origins))}
 	}
 	if err := s.st.UpdateTenantSettings(ctx, tenantID, st); err != nil {
 		return fail(err)
@@ -237,7 +237,7 @@ func (s *Service) CreateOAuthClient(ctx context.Context, p Principal, tenantID, 
 	secret := rand.Text() + rand.Text()
 	sum := sha256.Sum256([]byte(secret))
 	c := OAuthClient{ID: "lkc_" + strings.ToLower(rand.Text()), TenantID: tenantID, Name: name, SecretHash: sum[:],
-		Scopes: slices.Compact(slices.Sorted(slices.Values(scopes))), Role: role, CreatedAt: s.now()}
+		Scopes: nonNil(slices.Compact(slices.Sorted(slices.Values(scopes)))), Role: role, CreatedAt: s.now()}
 	if err := s.st.CreateOAuthClient(ctx, c); err != nil {
 		return fail(err)
 	}
@@ -408,4 +408,13 @@ func (s *Service) Bootstrap(ctx context.Context, password string) (BootstrapResu
 		return BootstrapResult{}, err
 	}
 	return res, nil
+}
+
+// nonNil returns s, or an empty slice when s is nil, so that a list the
+// caller set to nothing is stored and answered as [] rather than null.
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -80,6 +81,16 @@ func (s Settings) HasFeature(f string) bool { return slices.Contains(s.PlanFeatu
 type WebAuthn struct {
 	RPID    string   `json:"rpId"`
 	Origins []string `json:"origins"`
+}
+
+// MarshalJSON writes s with its lists as [] when they are nil (settings
+// stored before lists were normalised may hold nil), never null.
+func (s Settings) MarshalJSON() ([]byte, error) {
+	type plain Settings
+	p := plain(s)
+	p.PlanFeatures = nonNil(p.PlanFeatures)
+	p.WebAuthn.Origins = nonNil(p.WebAuthn.Origins)
+	return json.Marshal(p)
 }
 
 // DefaultSettings are those of a new tenant: FIDO import enabled and in the

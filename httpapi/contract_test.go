@@ -656,6 +656,10 @@ func TestContract(t *testing.T) {
 		})
 	})
 
+	for _, sc := range areaScenarios {
+		t.Run(sc.name, func(t *testing.T) { sc.run(t, c, f) })
+	}
+
 	t.Run("coverage", func(t *testing.T) {
 		var ops []string
 		for _, r := range c.api.Routes() {
@@ -706,6 +710,14 @@ func TestContract(t *testing.T) {
 			}
 		}
 	})
+}
+
+// areaScenarios are contract scenarios kept in an area's own file
+// (contract_<area>_test.go, registered from init); TestContract runs them
+// on its server before the coverage check.
+var areaScenarios []struct {
+	name string
+	run  func(t *testing.T, c *contract, f fixture)
 }
 
 func basicAuth(user, password string) string {

@@ -96,6 +96,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerOAuth()
 	s.registerMisc()
 	s.registerAudit()
+	s.registerEvents()
 	return s
 }
 

@@ -287,7 +287,7 @@ func TestEventsNativeAdminRoute(t *testing.T) {
 func TestEventsRetentionWithPlatform(t *testing.T) {
 	ev := newEventsEnv(t)
 	id, secret := ev.e.OAuthClient(ev.acme, "", "event:event:producer", "event:event:consumer")
-	ev.e.Clock.Advance(31 * 24 * time.Hour) // past the default 30 days
+	ev.e.Clock.Advance(31 * 24 * time.Hour)    // past the default 30 days
 	ev.producer = ev.e.AccessToken(id, secret) // the old tokens have expired
 	ev.consumer = ev.producer
 	if r := ev.post(ev.producer, map[string]any{"new": map[string]any{"event_type_id": "10001", "username": "new"}}); r.Status != 200 {

@@ -35,7 +35,7 @@ const (
 	// (page-1)*size + size + CountAhead events match, and equals that
 	// bound otherwise ("at least"). Counting every match of a large log
 	// on every page would cost more than the page itself.
-	CountAhead = 1000
+	CountAhead = 100
 	// DefaultRetention is how long events are kept by default.
 	DefaultRetention = 30 * 24 * time.Hour
 	// DefaultCleanupEvery is how often the retention clean-up runs.

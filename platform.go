@@ -19,6 +19,7 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
+	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/seal"
@@ -35,6 +36,7 @@ type Store interface {
 	clients.Store
 	vault.Store
 	audit.ExportStore
+	events.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -66,6 +68,9 @@ type Config struct {
 	// the Store is a Notifier).
 	ExportLeaseFor  time.Duration
 	ExportPollEvery time.Duration
+	// EventRetention is how long events are kept after they were received;
+	// default events.DefaultRetention (30 days). Run deletes older ones.
+	EventRetention time.Duration
 }
 
 // Locker is implemented by stores that several processes share
@@ -118,6 +123,9 @@ type Platform struct {
 	// Exports is area B's export service; the Platform methods in
 	// audit_export.go call it with an identity.Principal.
 	Exports *audit.Exporter
+	// Events is area F: the event log, posting, native events and queries;
+	// see events.go for the Platform methods that take a principal.
+	Events *events.Service
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -198,6 +206,9 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		p.Close()
 		return nil, err
 	}
+	p.Events = events.NewService(events.Config{
+		Store: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger, Retention: cfg.EventRetention,
+	})
 	return p, nil
 }
 
@@ -237,9 +248,10 @@ func (p *Platform) CreateTenant(ctx context.Context, by identity.Principal, name
 	return t, p.recorder.EnsureInstances(ctx, t.ID)
 }
 
-// Run runs the background workers (audit export jobs and archive clean-up)
-// until ctx ends or Close is called, and returns once they have stopped.
-// With a Notifier store, a job queued by any process wakes this worker.
+// Run runs the background workers (audit export jobs, archive clean-up and
+// event retention) until ctx ends or Close is called, and returns once they
+// have stopped. With a Notifier store, a job queued by any process wakes
+// the export worker.
 func (p *Platform) Run(ctx context.Context) error {
 	select {
 	case <-p.stop:
@@ -265,7 +277,12 @@ func (p *Platform) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	return p.Exports.Run(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { p.Events.Run(ctx) })
+	err := p.Exports.Run(ctx)
+	cancel()
+	wg.Wait()
+	return err
 }
 
 // Close stops the platform's workers, waits for them and for queued audit
@@ -274,6 +291,9 @@ func (p *Platform) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.stop)
 		p.workers.Wait()
+		if p.Events != nil {
+			p.Events.Close()
+		}
 		p.recorder.Close()
 		if p.ownArchiveDir {
 			os.RemoveAll(p.cfg.ArchiveDir)

@@ -97,6 +97,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerOAuth()
 	s.registerMisc()
 	s.registerAudit()
+	s.registerEvents()
 	s.mux.HandleFunc("/", s.fallback)
 	return s
 }

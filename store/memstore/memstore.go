@@ -30,6 +30,7 @@ type Store struct {
 	clientArea *clientData                // client registration; see clients.go
 	vaultKeys  map[string]vault.Key       // by tenant/id; see vault.go
 	exportJobs map[string]audit.ExportJob // by id
+	eventLogs  map[string]*eventLog       // by tenant; see events.go
 }
 
 // New returns an empty store.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/vault"
@@ -21,6 +22,7 @@ type Store interface {
 	clients.Store
 	vault.Store
 	audit.ExportStore
+	events.Store
 	Close() error
 }
 
@@ -38,7 +40,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests}
+	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

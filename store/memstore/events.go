@@ -1,0 +1,139 @@
+package memstore
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/events/filter"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/ids"
+)
+
+var _ events.Store = (*Store)(nil)
+
+// eventLog is one tenant's log in seq order, and the last seq ever
+// assigned (which survives retention).
+type eventLog struct {
+	evs  []storedEvent
+	head int64
+}
+
+// storedEvent keeps the decoded body next to the event, so that queries
+// run filter.Match without decoding every event each time.
+type storedEvent struct {
+	ev  events.Event
+	doc map[string]any
+}
+
+func (s *Store) eventLogLocked(tenantID string) *eventLog {
+	if s.eventLogs == nil {
+		s.eventLogs = map[string]*eventLog{}
+	}
+	l := s.eventLogs[tenantID]
+	if l == nil {
+		l = &eventLog{}
+		s.eventLogs[tenantID] = l
+	}
+	return l
+}
+
+func cloneEvent(e events.Event) events.Event {
+	e.UserIDs = slices.Clone(e.UserIDs)
+	e.Body = bytes.Clone(e.Body)
+	return e
+}
+
+// AppendEvents implements events.Store.
+func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
+	docs := make([]map[string]any, len(evs))
+	for i, e := range evs {
+		dec := json.NewDecoder(bytes.NewReader(e.Body))
+		dec.UseNumber()
+		if err := dec.Decode(&docs[i]); err != nil || docs[i] == nil {
+			return fault.E(fault.Internal, "event body is not a JSON object", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, e := range evs {
+		l := s.eventLogLocked(e.TenantID)
+		l.head++
+		e.Seq, e.ID = l.head, ids.NewGUID()
+		l.evs = append(l.evs, storedEvent{ev: cloneEvent(*e), doc: docs[i]})
+	}
+	return nil
+}
+
+// QueryEvents implements events.Store.
+func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query) ([]events.Event, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.eventLogs[tenantID]
+	if l == nil {
+		return nil, 0, nil
+	}
+	var out []events.Event
+	matched := 0
+	for i := len(l.evs) - 1; i >= 0; i-- {
+		se := l.evs[i]
+		if q.UserID != "" && !slices.Contains(se.ev.UserIDs, q.UserID) {
+			continue
+		}
+		if q.Filter != nil && !filter.Match(q.Filter, se.doc) {
+			continue
+		}
+		matched++
+		if matched > q.Offset && len(out) < q.Limit {
+			out = append(out, cloneEvent(se.ev))
+		}
+		if len(out) == q.Limit && matched >= q.CountLimit {
+			break
+		}
+	}
+	return out, min(matched, q.CountLimit), nil
+}
+
+// ListEventsAfter implements events.Store.
+func (s *Store) ListEventsAfter(ctx context.Context, tenantID string, afterSeq int64, typeIDs []string, notBefore time.Time, limit int) ([]events.Event, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.eventLogs[tenantID]
+	if l == nil {
+		return nil, nil
+	}
+	i := sort.Search(len(l.evs), func(i int) bool { return l.evs[i].ev.Seq > afterSeq })
+	var out []events.Event
+	for ; i < len(l.evs) && len(out) < limit; i++ {
+		e := l.evs[i].ev
+		if e.ReceivedAt.Before(notBefore) || (len(typeIDs) > 0 && !slices.Contains(typeIDs, e.TypeID)) {
+			continue
+		}
+		out = append(out, cloneEvent(e))
+	}
+	return out, nil
+}
+
+// DeleteEventsBefore implements events.Store.
+func (s *Store) DeleteEventsBefore(ctx context.Context, tenantID string, cutoff time.Time, limit int) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for id, l := range s.eventLogs {
+		if tenantID != "" && id != tenantID {
+			continue
+		}
+		l.evs = slices.DeleteFunc(l.evs, func(se storedEvent) bool {
+			if n < limit && se.ev.ReceivedAt.Before(cutoff) {
+				n++
+				return true
+			}
+			return false
+		})
+	}
+	return n, nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"time"
 
@@ -44,6 +45,10 @@ type pending struct {
 
 // MaxBatch bounds how many records one transaction holds.
 const MaxBatch = 512
+
+// gatherYields is how many times the writer yields, when the queue is
+// empty, before committing what it has.
+const gatherYields = 3
 
 // NewRecorder starts a recorder writing to store; Close stops it.
 func NewRecorder(store LogStore, c clock.Clock, log *slog.Logger) *Recorder {
@@ -179,14 +184,21 @@ func (r *Recorder) loop() {
 			}
 		}
 		batch = append(batch[:0], first)
-	gather:
-		for len(batch) < MaxBatch {
+		// Gather what is queued; then yield the processor a few times, so
+		// that requests already being handled can add their records to this
+		// commit instead of each paying for one of their own.
+		for yields := 0; len(batch) < MaxBatch; {
 			select {
 			case p := <-r.queue:
 				batch = append(batch, p)
+				continue
 			default:
-				break gather
 			}
+			if yields == gatherYields {
+				break
+			}
+			yields++
+			runtime.Gosched()
 		}
 		r.flush(batch, recs[:0])
 	}

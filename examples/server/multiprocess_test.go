@@ -15,8 +15,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,6 +27,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/store/postgres"
@@ -263,7 +267,9 @@ func claimsOf(t *testing.T, jwt string) map[string]any {
 // one signing key (tokens of one verify on the other), an audit chain
 // with every request recorded exactly once, an export job run exactly once
 // and downloadable through either process (shared archive directory), and
-// a job left behind by a killed process taken over when its lease lapses.
+// a job left behind by a killed process taken over when its lease lapses;
+// events posted through both at once form one gapless log (see
+// checkEventsThroughBoth).
 func TestTwoProcessesOnePostgres(t *testing.T) {
 	base := os.Getenv("PLATFORM_POSTGRES_DSN")
 	if base == "" {
@@ -366,6 +372,9 @@ func TestTwoProcessesOnePostgres(t *testing.T) {
 	if want := 2 * workers * (logins + tokens); len(traces) != want {
 		t.Errorf("%d requests succeeded, want %d", len(traces), want)
 	}
+
+	// Events posted through both processes at once land in one log.
+	checkEventsThroughBoth(t, st, a, b, adminJWT)
 
 	// Tokens issued by one process verify on the other: the admin's
 	// platform JWT from A works on B, and below an access token of B
@@ -479,5 +488,170 @@ func waitJob(t *testing.T, st *postgres.Store, tenant, id string) audit.ExportJo
 			t.Fatal(t.Context().Err())
 		case <-time.After(50 * time.Millisecond): // polling a child process's progress
 		}
+	}
+}
+
+// checkEventsThroughBoth posts external events through both processes at
+// once, from one producer client of a fresh tenant: single-event posts and
+// posts of several events, some of which carry one event that is rejected
+// (a native type id). Afterwards, read through the store, every accepted
+// event id is in the tenant's log exactly once, nothing else is, and the
+// seq numbers are 1..N with no gap and no duplicate: both processes
+// appended under the tenant's head row lock. A consumer token then reads,
+// through B, exactly the events posted through A.
+func checkEventsThroughBoth(t *testing.T, st *postgres.Store, a, b *proc, adminJWT string) {
+	t.Helper()
+	r, _ := jsonCall(t, "POST", a.url+"/api/v1/admin/tenants", adminJWT, map[string]string{"name": "events-two-processes"})
+	if r.status != 201 {
+		t.Fatalf("create tenant: %d %s", r.status, r.raw)
+	}
+	tenant := r.body["id"].(string)
+	client := func(p *proc, name, scope string) string {
+		t.Helper()
+		r, _ := jsonCall(t, "POST", p.url+"/api/v1/admin/tenants/"+tenant+"/oauth-clients", adminJWT,
+			map[string]any{"name": name, "scopes": []string{scope}})
+		if r.status != 201 {
+			t.Fatalf("create %s client: %d %s", name, r.status, r.raw)
+		}
+		// The token comes from the other process: clients and signing key are shared.
+		other := a
+		if p == a {
+			other = b
+		}
+		r, _ = tokenCall(t, other.url, r.body["client_id"].(string), r.body["client_secret"].(string))
+		tok, _ := r.body["access_token"].(string)
+		if r.status != 200 || tok == "" {
+			t.Fatalf("%s token: %d %s", name, r.status, r.raw)
+		}
+		return tok
+	}
+	producer := client(a, "producer", "event:event:producer")
+	consumer := client(b, "consumer", "event:event:consumer")
+
+	// Each worker makes posts alternately of one event and of several
+	// (every other one with a rejected event among them). An event's
+	// count is unique over the test; end_user.id names the process it
+	// was posted through.
+	const workers, posts, several = 4, 8, 6
+	var (
+		mu       sync.Mutex
+		accepted = map[string]int{}     // event id -> times returned as accepted
+		viaCount = map[string][]int64{} // process name -> counts of its accepted events
+		next     atomic.Int64
+		wg       sync.WaitGroup
+	)
+	for _, p := range []*proc{a, b} {
+		for w := range workers {
+			wg.Go(func() {
+				for i := range posts {
+					body := map[string]any{}
+					counts := map[string]int64{}
+					n := 1
+					if i%2 == 1 {
+						n = several
+					}
+					for k := range n {
+						c := next.Add(1)
+						name := "e" + strconv.Itoa(k)
+						counts[name] = c
+						body[name] = map[string]any{"event_type_id": strconv.Itoa(10000 + int(c%7)),
+							"end_user": map[string]string{"id": "via-" + p.name}, "count": c}
+					}
+					if i%4 == 3 {
+						body["native"] = map[string]any{"event_type_id": "507", "end_user": map[string]string{"id": "via-" + p.name}}
+					}
+					r, _ := jsonCall(t, "POST", p.url+"/events/v1/events", producer, body)
+					if r.status != 200 {
+						t.Errorf("%s worker %d post %d: %d %s", p.name, w, i, r.status, r.raw)
+						return
+					}
+					var res map[string]events.PostResult
+					if err := json.Unmarshal(r.raw, &res); err != nil || len(res) != len(body) {
+						t.Errorf("%s post %d: %d results (%v), want %d: %s", p.name, i, len(res), err, len(body), r.raw)
+						return
+					}
+					mu.Lock()
+					for name, pr := range res {
+						switch {
+						case name == "native" && pr.Status != events.StatusRejected:
+							t.Errorf("%s: a native type id was %s", p.name, pr.Status)
+						case name != "native" && (pr.Status != events.StatusAccepted || pr.ID == ""):
+							t.Errorf("%s: event %s was %s: %v", p.name, name, pr.Status, pr.Errors)
+						case name != "native":
+							accepted[pr.ID]++
+							viaCount[p.name] = append(viaCount[p.name], counts[name])
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	want := 2 * workers * (posts/2 + posts/2*several)
+	if len(accepted) != want {
+		t.Fatalf("%d distinct event ids accepted, want %d", len(accepted), want)
+	}
+
+	// The log, read through the store: seq 1..N, each accepted id once.
+	var log []events.Event
+	for {
+		page, err := st.ListEventsAfter(t.Context(), tenant, int64(len(log)), nil, time.Time{}, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		log = append(log, page...)
+		if len(page) < 1000 {
+			break
+		}
+	}
+	if len(log) != want {
+		t.Errorf("%d events in the tenant's log, %d accepted", len(log), want)
+	}
+	stored := map[string]int{}
+	for i, e := range log {
+		if e.Seq != int64(i+1) {
+			t.Fatalf("event %d of the log has seq %d: a gap or a duplicate", i+1, e.Seq)
+		}
+		stored[e.ID]++
+	}
+	for id, n := range accepted {
+		if n != 1 || stored[id] != 1 {
+			t.Errorf("event %s accepted %d times, stored %d times; want 1 and 1", id, n, stored[id])
+		}
+	}
+	for id := range stored {
+		if accepted[id] == 0 {
+			t.Errorf("event %s stored but never accepted", id)
+		}
+	}
+
+	// Through B, a consumer reads exactly the events posted through A.
+	var got []int64
+	for page := 1; ; page++ {
+		r, _ := jsonCall(t, "GET", b.url+"/events/v1/events?user_id=via-A&size=100&page="+strconv.Itoa(page), consumer, nil)
+		var res struct {
+			Results []struct {
+				Count int64 `json:"count"`
+			} `json:"results"`
+		}
+		if r.status != 200 || json.Unmarshal(r.raw, &res) != nil {
+			t.Fatalf("query through B: %d %s", r.status, r.raw)
+		}
+		for _, e := range res.Results {
+			got = append(got, e.Count)
+		}
+		if len(res.Results) < 100 {
+			break
+		}
+	}
+	slices.Sort(got)
+	slices.Sort(viaCount["A"])
+	t.Logf("events: %d accepted through both processes, seq 1..%d; %d posted through A read through B", want, len(log), len(got))
+	if !slices.Equal(got, viaCount["A"]) {
+		t.Errorf("query through B returned the counts %v of events posted through A, want %v", got, viaCount["A"])
 	}
 }

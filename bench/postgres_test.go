@@ -5,12 +5,15 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/store/postgres"
 )
@@ -20,13 +23,21 @@ import (
 // the end.
 func openPostgres(b *testing.B) *postgres.Store {
 	b.Helper()
-	dsn := os.Getenv("PLATFORM_POSTGRES_DSN")
+	st, _, _ := openPostgresSchema(b)
+	return st
+}
+
+// openPostgresSchema is openPostgres that also returns the DSN and the
+// schema's name, for benchmarks that write to the same tables directly.
+func openPostgresSchema(b *testing.B) (st *postgres.Store, dsn, schema string) {
+	b.Helper()
+	dsn = os.Getenv("PLATFORM_POSTGRES_DSN")
 	if dsn == "" {
 		b.Skip("PLATFORM_POSTGRES_DSN not set")
 	}
 	r := make([]byte, 8)
 	rand.Read(r)
-	schema := "lk_bench_" + hex.EncodeToString(r)
+	schema = "lk_bench_" + hex.EncodeToString(r)
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -40,7 +51,7 @@ func openPostgres(b *testing.B) *postgres.Store {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	return st
+	return st, dsn, schema
 }
 
 // P1 on PostgreSQL: the token endpoint with its audit record committed to
@@ -87,4 +98,132 @@ func BenchmarkAuditAppendPostgres(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "recs/s")
 		})
 	}
+}
+
+// newEventsEnvOnPostgres is a platform on a fresh PostgreSQL schema behind
+// a loopback HTTP server, with an OAuth client of the root tenant holding
+// both events scopes and its access token (newEventsBenchEnv on
+// PostgreSQL).
+func newEventsEnvOnPostgres(b *testing.B) (*env, string) {
+	b.Helper()
+	e := newEnvOn(b, openPostgres(b), identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1})
+	c, secret, err := e.p.Identity.CreateOAuthClient(context.Background(), e.admin, e.root.ID, "bench",
+		[]string{identity.ScopeEventProducer, identity.ScopeEventConsumer}, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp, err := postForm(e.client, e.srv.URL+"/oauth/v1/token", map[string][]string{"grant_type": {"client_credentials"}, "client_id": {c.ID}, "client_secret": {secret}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := jsonDecode(resp, &tok); err != nil || tok.AccessToken == "" {
+		b.Fatalf("token: %v", err)
+	}
+	return e, tok.AccessToken
+}
+
+// BenchmarkEventsPost100Postgres is P3 on PostgreSQL: POST
+// /events/v1/events with 100 events per request (loopback HTTP, token
+// check, validation, group-commit append, one audit record per request),
+// against raw inserts of the same rows into the same schema, in the same
+// run: "raw" queues the 100 event inserts, their event_users rows and the
+// head upsert as one pgx batch in one transaction (the SQLite method:
+// plain inserts, 100 per transaction); "raw-copy" loads the same rows with
+// COPY instead, the fastest way in. Compare events/s.
+func BenchmarkEventsPost100Postgres(b *testing.B) {
+	raw := func(b *testing.B, copyRows bool) {
+		_, dsn, schema := openPostgresSchema(b) // creates the schema
+		cfg, err := pgxpool.ParseConfig(dsn)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+		pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(pool.Close)
+		tenant := identity.NewGUID()
+		seq := 0
+		b.ResetTimer()
+		for i := range b.N {
+			if err := insertRawPostgres(context.Background(), pool, tenant, &seq, i*100, 100, copyRows); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "events/s")
+	}
+	b.Run("raw", func(b *testing.B) { raw(b, false) })
+	b.Run("raw-copy", func(b *testing.B) { raw(b, true) })
+	b.Run("http", func(b *testing.B) {
+		e, tok := newEventsEnvOnPostgres(b)
+		url := e.srv.URL + "/events/v1/events"
+		bodies := make([][]byte, 16)
+		for i := range bodies {
+			bodies[i] = postBody(i*100, 100)
+		}
+		b.ResetTimer()
+		for i := range b.N {
+			doPost(b, e.client, url, tok, bodies[i%len(bodies)])
+		}
+		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "events/s")
+	})
+}
+
+// BenchmarkEventsPostSingle64Postgres is P3's second half on PostgreSQL:
+// single-event posts from 64 parallel clients.
+func BenchmarkEventsPostSingle64Postgres(b *testing.B) {
+	e, tok := newEventsEnvOnPostgres(b)
+	url := e.srv.URL + "/events/v1/events"
+	var n atomic.Int64
+	b.SetParallelism(max(1, 64/max(1, runtimeProcs())))
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			doPost(b, e.client, url, tok, postBody(int(n.Add(1)), 1))
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// insertRawPostgres inserts n events numbered from first (the rows
+// eventBody describes, with their event_users rows) into tenant's log and
+// advances its head, in one transaction: as one batch of INSERTs, or with
+// COPY when copyRows is set.
+func insertRawPostgres(ctx context.Context, pool *pgxpool.Pool, tenant string, seq *int, first, n int, copyRows bool) error {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	evRows := make([][]any, 0, n)
+	userRows := make([][]any, 0, n)
+	for i := first; i < first+n; i++ {
+		*seq++
+		at := start.Add(time.Duration(i) * time.Second)
+		typeID, user, body := eventBody(i, at)
+		evRows = append(evRows, []any{tenant, int64(*seq), identity.NewGUID(), typeID, at.Format(events.TimeLayout), at, []string{user}, body})
+		userRows = append(userRows, []any{tenant, user, int64(*seq)})
+	}
+	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		if copyRows {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"events"},
+				[]string{"tenant_id", "seq", "id", "type_id", "occurred_at", "received_at", "user_ids", "body"}, pgx.CopyFromRows(evRows)); err != nil {
+				return err
+			}
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"event_users"}, []string{"tenant_id", "user_id", "seq"}, pgx.CopyFromRows(userRows)); err != nil {
+				return err
+			}
+		} else {
+			for _, r := range evRows {
+				b.Queue(`INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, r...)
+			}
+			for _, r := range userRows {
+				b.Queue(`INSERT INTO event_users (tenant_id, user_id, seq) VALUES ($1, $2, $3)`, r...)
+			}
+		}
+		b.Queue(`INSERT INTO event_heads (tenant_id, seq) VALUES ($1, $2) ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq`, tenant, int64(*seq))
+		return tx.SendBatch(ctx, b).Close()
+	})
 }

@@ -33,7 +33,8 @@ const advanceHead = `UPDATE audit_heads SET seq = $2, hash = $3, time = $4 WHERE
 // locks the head row of every tenant in the call (in tenant id order, so
 // two calls naming the same tenants cannot deadlock), chains the records
 // from those heads, inserts them and advances the heads, in two round
-// trips of batched statements. Appenders of one tenant are thereby
+// trips (see pipelinedTx: BEGIN travels with the locks, COMMIT with the
+// inserts). Appenders of one tenant are thereby
 // serialised across processes; appenders of different tenants do not wait
 // for each other.
 //
@@ -66,14 +67,14 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 	slices.Sort(tenants)
 	tenants = slices.Compact(tenants)
 
-	return s.tx(ctx, func(tx pgx.Tx) error {
-		type head struct {
-			seq  int64
-			hash []byte
-			time *time.Time
-		}
-		heads := make(map[string]head, len(tenants))
-		b := &pgx.Batch{}
+	type head struct {
+		seq  int64
+		hash []byte
+		time *time.Time
+	}
+	var heads map[string]head
+	return s.pipelinedTx(ctx, func(b *pgx.Batch) {
+		heads = make(map[string]head, len(tenants))
 		for _, id := range tenants {
 			b.Queue(lockHead, id).QueryRow(func(row pgx.Row) error {
 				var h head
@@ -84,10 +85,7 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 				return nil
 			})
 		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		b = &pgx.Batch{}
+	}, func(b *pgx.Batch) {
 		for i, r := range recs {
 			h := heads[r.TenantID]
 			r.Seq, r.PrevHash = h.seq+1, h.hash
@@ -102,7 +100,6 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 		for _, id := range tenants {
 			b.Queue(advanceHead, id, heads[id].seq, heads[id].hash, heads[id].time)
 		}
-		return tx.SendBatch(ctx, b).Close()
 	})
 }
 

@@ -33,7 +33,8 @@ const (
 
 // AppendEvents implements events.Store. It locks the head row of every
 // tenant in the call, in tenant id order (no deadlock between two calls),
-// then inserts the events and advances the heads in one batch.
+// then inserts the events and advances the heads: two round trips in all
+// (see pipelinedTx).
 func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
 	if len(evs) == 0 {
 		return nil
@@ -44,9 +45,9 @@ func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
 	}
 	slices.Sort(tenants)
 	tenants = slices.Compact(tenants)
-	return s.tx(ctx, func(tx pgx.Tx) error {
-		heads := make(map[string]int64, len(tenants))
-		b := &pgx.Batch{}
+	var heads map[string]int64
+	return s.pipelinedTx(ctx, func(b *pgx.Batch) {
+		heads = make(map[string]int64, len(tenants))
 		for _, id := range tenants {
 			b.Queue(lockEventHead, id).QueryRow(func(row pgx.Row) error {
 				var seq int64
@@ -57,10 +58,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
 				return nil
 			})
 		}
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
-		}
-		b = &pgx.Batch{}
+	}, func(b *pgx.Batch) {
 		for _, e := range evs {
 			seq := heads[e.TenantID] + 1
 			heads[e.TenantID] = seq
@@ -77,7 +75,6 @@ func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
 		for _, id := range tenants {
 			b.Queue(advanceEvents, id, heads[id])
 		}
-		return tx.SendBatch(ctx, b).Close()
 	})
 }
 

@@ -208,6 +208,61 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	}
 }
 
+// pipelinedTx runs one transaction in two round trips where BEGIN, a
+// batch and COMMIT sent apart take four: first queues statements after
+// BEGIN in one batch (their callbacks read the results when it returns);
+// then second queues, from what those read, the statements that follow,
+// and COMMIT goes in the same batch. The round trips saved are time the
+// transaction's row locks are not held. A batch is one pipeline with one
+// Sync, so a failing statement skips the rest, COMMIT included, and the
+// transaction is rolled back. Retried as tx is; first and second are then
+// called again.
+func (s *Store) pipelinedTx(ctx context.Context, first, second func(*pgx.Batch)) error {
+	for attempt := 1; ; attempt++ {
+		err := s.pipelinedOnce(ctx, first, second)
+		if err == nil {
+			return nil
+		}
+		if attempt < maxAttempts && retryable(err) && ctx.Err() == nil {
+			continue
+		}
+		return mapErr(err)
+	}
+}
+
+func (s *Store) pipelinedOnce(ctx context.Context, first, second func(*pgx.Batch)) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection released inside a transaction is closed by the pool,
+	// so one whose ROLLBACK failed is never reused.
+	defer conn.Release()
+	rollback := func() {
+		if conn.Conn().PgConn().TxStatus() == 'I' {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		conn.Exec(rctx, `ROLLBACK`)
+	}
+	b := &pgx.Batch{}
+	b.Queue(`BEGIN`)
+	first(b)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		rollback()
+		return err
+	}
+	b = &pgx.Batch{}
+	second(b)
+	b.Queue(`COMMIT`)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		rollback()
+		return err
+	}
+	return nil
+}
+
 // SQLSTATE codes the store acts on. See
 // https://www.postgresql.org/docs/current/errcodes-appendix.html.
 const (

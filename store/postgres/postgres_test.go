@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/store/postgres"
@@ -244,6 +245,40 @@ func TestErrorsMapToFaultKinds(t *testing.T) {
 	}
 	if _, err := postgres.Open(t.Context(), "postgres://%zz", postgres.Options{}); !fault.Is(fault.Invalid, err) {
 		t.Errorf("bad DSN: %v, want kind %v", err, fault.Invalid)
+	}
+}
+
+// TestFailedAppendRollsBack checks the failure path of the two-round-trip
+// append (BEGIN folded into the first batch, COMMIT into the second): an
+// event whose user id PostgreSQL cannot store fails in the second batch,
+// after the head row was locked; nothing of it stays, the head is not
+// advanced, and with one connection in the pool the next append (which
+// must get that connection back, out of any transaction) takes seq 1.
+func TestFailedAppendRollsBack(t *testing.T) {
+	s, err := postgres.Open(t.Context(), dsn(t), postgres.Options{Schema: freshSchema(t), MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tenant := identity.NewGUID()
+	ev := func(user string) *events.Event {
+		at := storetest.Epoch
+		return &events.Event{TenantID: tenant, TypeID: "10001", Time: at, ReceivedAt: at, UserIDs: []string{user},
+			Body: []byte(`{"event_type_id":"10001","end_user":{"id":"u"},"timestamp":"` + at.Format(events.TimeLayout) + `"}`)}
+	}
+	if err := s.AppendEvents(t.Context(), []*events.Event{ev("ok"), ev("nul\x00user")}); !fault.Is(fault.Invalid, err) {
+		t.Fatalf("append with a NUL user id: %v, want kind %v", err, fault.Invalid)
+	}
+	good := ev("ok")
+	if err := s.AppendEvents(t.Context(), []*events.Event{good}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ListEventsAfter(t.Context(), tenant, 0, nil, time.Time{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if good.Seq != 1 || len(got) != 1 || got[0].ID != good.ID {
+		t.Errorf("after a failed append: seq %d, log %v; want only the next event, at seq 1", good.Seq, got)
 	}
 }
 

@@ -146,8 +146,9 @@ func eventWhere(tenantID string, q events.Query) (from, where string, args []any
 // QueryEvents implements events.Store. Without a user the page walks
 // (tenant_id, seq) or, for a type filter, (tenant_id, type_id, seq)
 // backwards; with a user it walks event_users' (tenant_id, user_id, seq).
-// Queries with a filter are not kept in the statement cache, whose keys
-// would then be chosen by callers.
+// Queries with a filter go through the bounded cache of caller-shaped
+// statements (queryShaped): their text depends on the filter's structure
+// only, so the few filters an application uses are prepared once.
 func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query) ([]events.Event, int, error) {
 	from, where, args, err := eventWhere(tenantID, q)
 	if err != nil {
@@ -160,7 +161,7 @@ func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query
 	page := `SELECT ` + eventCols + ` FROM ` + from + ` WHERE ` + where + ` ORDER BY ` + order + ` DESC LIMIT ? OFFSET ?`
 	run := s.query
 	if q.Filter != nil {
-		run = s.r.QueryContext
+		run = s.queryShaped
 	}
 	rows, err := run(ctx, page, append(args, q.Limit, q.Offset)...)
 	if err != nil {
@@ -175,7 +176,7 @@ func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query
 		count := `SELECT count(*) FROM (SELECT 1 FROM ` + from + ` WHERE ` + where + ` LIMIT ?)`
 		var row *sql.Row
 		if q.Filter != nil {
-			row = s.r.QueryRowContext(ctx, count, append(args, q.CountLimit)...)
+			row = s.queryRowShaped(ctx, count, append(args, q.CountLimit)...)
 		} else {
 			row = s.queryRow(ctx, count, append(args, q.CountLimit)...)
 		}

@@ -49,7 +49,7 @@ type Config struct {
 	// Issuer is the iss claim of issued tokens, usually the server's public
 	// URL; default "latchkey".
 	Issuer string
-	// PasswordParams are the argon2id costs; default identity.OWASPMinimum.
+	// PasswordParams are the argon2id costs; default identity.OWASPMinimum().
 	// Lower values are refused unless AllowWeakPasswordHashing is set (tests).
 	PasswordParams           identity.PasswordParams
 	AllowWeakPasswordHashing bool
@@ -153,9 +153,9 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		cfg.Issuer = "latchkey"
 	}
 	if cfg.PasswordParams == (identity.PasswordParams{}) {
-		cfg.PasswordParams = identity.OWASPMinimum
+		cfg.PasswordParams = identity.OWASPMinimum()
 	}
-	if !cfg.PasswordParams.AtLeast(identity.OWASPMinimum) && !cfg.AllowWeakPasswordHashing {
+	if !cfg.PasswordParams.AtLeast(identity.OWASPMinimum()) && !cfg.AllowWeakPasswordHashing {
 		return nil, errors.New("latchkey: PasswordParams are below OWASP's minimum for argon2id")
 	}
 	p := &Platform{cfg: cfg, log: cfg.Logger, sealer: sealer, stop: make(chan struct{})}

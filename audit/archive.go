@@ -320,10 +320,14 @@ func WriteArchive(w io.Writer, meta ArchiveMeta, records iter.Seq2[Record, error
 	sum.LogsSHA256 = hex.EncodeToString(logsHash.Sum(nil))
 	sum.ChainSHA256 = hex.EncodeToString(chainHash.Sum(nil))
 
-	raw, err := zw.CreateRaw(&zip.FileHeader{
-		Name: ChainFile, Method: zip.Deflate, Modified: modified,
+	chainHdr := &zip.FileHeader{
+		Name: ChainFile, Method: zip.Deflate,
 		CRC32: chainCRC.Sum32(), CompressedSize64: uint64(sw.n), UncompressedSize64: uint64(chainSize.n),
-	})
+	}
+	// CreateRaw writes the header as given, so the MS-DOS date fields that
+	// unzip shows must be filled here (CreateHeader does it from Modified).
+	chainHdr.SetModTime(modified) //nolint:staticcheck // the legacy fields are the point
+	raw, err := zw.CreateRaw(chainHdr)
 	if err != nil {
 		return Summary{}, err
 	}

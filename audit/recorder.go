@@ -69,16 +69,58 @@ func NewRecorder(store LogStore, c clock.Clock, log *slog.Logger) *Recorder {
 // ErrClosed is returned by Record after Close.
 var ErrClosed = errors.New("audit: recorder closed")
 
+// Builder is a Sink that can also build a record without storing it, for
+// an area whose store writes the record in the same transaction as the
+// change it describes (see events.AuditedAppender): the record and the
+// change are then durable together or not at all, with one commit instead
+// of two. A built record must be appended with LogStore.AppendAuditRecords'
+// rules (Seq, PrevHash, Hash, non-decreasing Time are the store's job).
+type Builder interface {
+	Sink
+	// Build returns the record Record would store for e, without storing
+	// it. It fails as Record fails before queuing (an invalid entry, or a
+	// store failure creating the tenant's service instance).
+	Build(ctx context.Context, e Entry) (*Record, error)
+}
+
+var _ Builder = (*Recorder)(nil)
+
 // Record builds the record for e (trace id and actor from ctx, time from the
 // clock, resource id from the tenant's service instance) and waits until it
 // is stored.
 func (r *Recorder) Record(ctx context.Context, e Entry) error {
+	rec, err := r.Build(ctx, e)
+	if err != nil {
+		return err
+	}
+	p := &pending{rec: *rec, done: make(chan error, 1)}
+	r.closeMu.RLock()
+	if r.closed {
+		r.closeMu.RUnlock()
+		return ErrClosed
+	}
+	select {
+	case r.queue <- p:
+		r.closeMu.RUnlock()
+	case <-ctx.Done():
+		r.closeMu.RUnlock()
+		return ctx.Err()
+	}
+	// Wait for durability even if ctx ends: the record is already queued and
+	// the caller must not report success for an unrecorded action.
+	return <-p.done
+}
+
+// Build implements Builder: the record for e with its trace id and actor
+// from ctx, time from the clock and resource id from the tenant's service
+// instance; Seq and the hashes are left to the store.
+func (r *Recorder) Build(ctx context.Context, e Entry) (*Record, error) {
 	if e.TenantID == "" || e.Source == "" || e.Action == "" {
-		return fmt.Errorf("audit: entry needs tenant, source and action: %+v", e)
+		return nil, fmt.Errorf("audit: entry needs tenant, source and action: %+v", e)
 	}
 	resID, err := r.instance(ctx, e.TenantID, e.Source)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	actor, client := Actor(ctx)
 	if e.ActorID != "" {
@@ -102,28 +144,10 @@ func (r *Recorder) Record(ctx context.Context, e Entry) error {
 		}
 		meta["errorMessage"] = msg
 	}
-	p := &pending{
-		rec: Record{
-			Time: r.clock.Now().UTC().Truncate(time.Microsecond), TenantID: e.TenantID, TraceID: TraceID(ctx),
-			Source: e.Source, ResourceID: resID, ActorID: actor, Action: e.Action, Status: status, Meta: meta,
-		},
-		done: make(chan error, 1),
-	}
-	r.closeMu.RLock()
-	if r.closed {
-		r.closeMu.RUnlock()
-		return ErrClosed
-	}
-	select {
-	case r.queue <- p:
-		r.closeMu.RUnlock()
-	case <-ctx.Done():
-		r.closeMu.RUnlock()
-		return ctx.Err()
-	}
-	// Wait for durability even if ctx ends: the record is already queued and
-	// the caller must not report success for an unrecorded action.
-	return <-p.done
+	return &Record{
+		Time: r.clock.Now().UTC().Truncate(time.Microsecond), TenantID: e.TenantID, TraceID: TraceID(ctx),
+		Source: e.Source, ResourceID: resID, ActorID: actor, Action: e.Action, Status: status, Meta: meta,
+	}, nil
 }
 
 func (r *Recorder) instance(ctx context.Context, tenantID, source string) (string, error) {

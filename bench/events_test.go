@@ -137,6 +137,7 @@ func BenchmarkEventsPostSingle64(b *testing.B) {
 	var n atomic.Int64
 	b.SetParallelism(max(1, 64/max(1, runtimeProcs())))
 	b.ResetTimer()
+	before := e.p.Events.IngestStats()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := int(n.Add(1))
@@ -144,6 +145,15 @@ func BenchmarkEventsPostSingle64(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	reportBatches(b, before, e.p.Events.IngestStats())
+}
+
+// reportBatches reports the mean number of posts per ingest transaction
+// (the group-commit size) between two snapshots.
+func reportBatches(b *testing.B, before, after events.IngestStats) {
+	if n := after.Batches - before.Batches; n > 0 {
+		b.ReportMetric(float64(after.Requests-before.Requests)/float64(n), "posts/commit")
+	}
 }
 
 // openRaw opens a plain connection to a store's file.

@@ -16,7 +16,7 @@ import (
 // P8: password login throughput against raw argon2id with the same
 // parameters, and peak heap while 200 logins arrive at once.
 func BenchmarkP8PasswordLogin(b *testing.B) {
-	p := identity.OWASPMinimum
+	p := identity.OWASPMinimum()
 	b.Run("baseline=raw-argon2id", func(b *testing.B) {
 		salt := make([]byte, 16)
 		b.RunParallel(func(pb *testing.PB) {

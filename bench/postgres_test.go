@@ -59,7 +59,7 @@ func openPostgresSchema(b *testing.B) (st *postgres.Store, dsn, schema string) {
 // same bare ES256 handler as BenchmarkP1TokenEndpoint, in the same run.
 func BenchmarkP1TokenEndpointPostgres(b *testing.B) {
 	b.Run("baseline=bare-es256-handler", benchBareES256)
-	b.Run("latchkey-postgres", func(b *testing.B) { benchTokenEndpoint(b, newEnvOn(b, openPostgres(b), identity.OWASPMinimum)) })
+	b.Run("latchkey-postgres", func(b *testing.B) { benchTokenEndpoint(b, newEnvOn(b, openPostgres(b), identity.OWASPMinimum())) })
 }
 
 // BenchmarkAuditAppendPostgres measures audit records per second through

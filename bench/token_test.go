@@ -21,7 +21,7 @@ import (
 // and signs one ES256 JWT per request.
 func BenchmarkP1TokenEndpoint(b *testing.B) {
 	b.Run("baseline=bare-es256-handler", benchBareES256)
-	b.Run("latchkey", func(b *testing.B) { benchTokenEndpoint(b, newEnv(b, identity.OWASPMinimum)) })
+	b.Run("latchkey", func(b *testing.B) { benchTokenEndpoint(b, newEnv(b, identity.OWASPMinimum())) })
 }
 
 // benchBareES256 is P1's baseline: a bare net/http handler that parses the

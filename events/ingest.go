@@ -3,8 +3,11 @@ package events
 import (
 	"context"
 	"log/slog"
+	"runtime"
 	"sync"
+	"sync/atomic"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
 )
 
@@ -12,24 +15,46 @@ import (
 // ingester holds (a single post larger than that still goes in one).
 const MaxIngestBatch = 4096
 
+// ingestYields is how many times the ingester yields the processor, when
+// its queue is empty, before committing what it has gathered: posts already
+// being handled (parsed, validated) then join this commit instead of each
+// paying for one of their own. It is the audit recorder's gathering, for
+// the same reason: on a small machine the writer otherwise wakes for the
+// first queued post and commits it nearly alone.
+const ingestYields = 3
+
 // ingester group-commits appends, as audit.Recorder does for audit
 // records: concurrent callers queue their events, one goroutine gathers
-// whatever is queued into one AppendEvents call, and each caller returns
+// whatever is queued into one store transaction, and each caller returns
 // once its batch is committed. With one fsync per batch instead of per
 // post, single-event posts from many clients are not capped by commit
 // latency.
+//
+// When the store is an AuditedAppender, a request may carry the audit
+// record of its post, and the batch's records are appended in the same
+// transaction as its events.
 type ingester struct {
-	store Store
-	log   *slog.Logger
+	store   Store
+	audited AuditedAppender // nil when the store cannot append both at once
+	log     *slog.Logger
 
 	queue    chan *appendReq
 	stop     chan struct{}
 	stopped  chan struct{}
 	stopOnce sync.Once
+
+	// closeMu orders enqueues before close, as in audit.Recorder: append
+	// enqueues under the read lock, close sets closed under the write lock,
+	// so nothing enters the queue after the loop's final drain.
+	closeMu sync.RWMutex
+	closed  bool
+
+	batches, requests, events atomic.Int64
 }
 
 type appendReq struct {
 	evs  []*Event
+	rec  *audit.Record // nil, or the post's audit record (audited stores only)
 	done chan error
 }
 
@@ -40,25 +65,37 @@ func newIngester(store Store, log *slog.Logger) *ingester {
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
 	}
+	if in.log == nil {
+		in.log = slog.New(slog.DiscardHandler)
+	}
+	in.audited, _ = store.(AuditedAppender)
 	go in.loop()
 	return in
 }
 
-// append queues evs and waits until they are stored or the append failed.
-// Once queued it waits even if ctx ends: the caller must not report a post
-// as failed when its events may be stored, nor the reverse.
-func (in *ingester) append(ctx context.Context, evs []*Event) error {
-	r := &appendReq{evs: evs, done: make(chan error, 1)}
-	select {
-	case <-in.stop:
+// IngestStats counts the ingester's work since the service started: how
+// many store transactions (Batches) appended how many requests (posts and
+// emits) and events. Requests/Batches is the mean group-commit size.
+type IngestStats struct {
+	Batches, Requests, Events int64
+}
+
+// append queues evs, and rec when not nil (only when in.audited is set),
+// and waits until they are stored or the append failed. Once queued it
+// waits even if ctx ends: the caller must not report a post as failed when
+// its events may be stored, nor the reverse.
+func (in *ingester) append(ctx context.Context, evs []*Event, rec *audit.Record) error {
+	r := &appendReq{evs: evs, rec: rec, done: make(chan error, 1)}
+	in.closeMu.RLock()
+	if in.closed {
+		in.closeMu.RUnlock()
 		return fault.E(fault.Unavailable, "the events service is shutting down", ErrClosed)
-	default:
 	}
 	select {
 	case in.queue <- r:
-	case <-in.stop:
-		return fault.E(fault.Unavailable, "the events service is shutting down", ErrClosed)
+		in.closeMu.RUnlock()
 	case <-ctx.Done():
+		in.closeMu.RUnlock()
 		return fault.E(fault.Unavailable, "request cancelled", ctx.Err())
 	}
 	return <-r.done
@@ -85,33 +122,50 @@ func (in *ingester) loop() {
 		}
 		batch = append(batch[:0], first)
 		n := len(first.evs)
-	gather:
-		for n < MaxIngestBatch {
+		for yields := 0; n < MaxIngestBatch; {
 			select {
 			case r := <-in.queue:
 				batch = append(batch, r)
 				n += len(r.evs)
+				continue
 			default:
-				break gather
 			}
+			if yields == ingestYields {
+				break
+			}
+			yields++
+			runtime.Gosched()
 		}
 		in.flush(batch)
 	}
 }
 
-// flush appends the events of batch in one transaction. If that fails and
-// the batch joined several requests, each is retried alone, so that one
-// request the store refuses (say a character PostgreSQL cannot store) does
-// not fail the others.
+// flush appends the events (and audit records) of batch in one
+// transaction. If that fails and the batch joined several requests, each
+// is retried alone, so that one request the store refuses (say a character
+// PostgreSQL cannot store) does not fail the others. A failed transaction
+// stores nothing, so a retry neither loses nor duplicates an event; the
+// store reassigns the IDs and sequence numbers it had set in place.
 func (in *ingester) flush(batch []*appendReq) {
 	evs := batch[0].evs
+	var recs []*audit.Record
 	if len(batch) > 1 {
 		evs = nil
 		for _, r := range batch {
 			evs = append(evs, r.evs...)
 		}
 	}
-	err := in.store.AppendEvents(context.Background(), evs)
+	for _, r := range batch {
+		if r.rec != nil {
+			recs = append(recs, r.rec)
+		}
+	}
+	var err error
+	if in.audited != nil {
+		err = in.audited.AppendEventsAudited(context.Background(), evs, recs)
+	} else {
+		err = in.store.AppendEvents(context.Background(), evs)
+	}
 	if err != nil && len(batch) > 1 {
 		for _, r := range batch {
 			in.flush([]*appendReq{r})
@@ -119,14 +173,27 @@ func (in *ingester) flush(batch []*appendReq) {
 		return
 	}
 	if err != nil {
-		in.log.Error("events: append failed", "events", len(evs), "err", err)
+		in.log.Error("events: append failed", "events", len(evs), "records", len(recs), "err", err)
+	} else {
+		in.batches.Add(1)
+		in.requests.Add(int64(len(batch)))
+		in.events.Add(int64(len(evs)))
 	}
 	for _, r := range batch {
 		r.done <- err
 	}
 }
 
+func (in *ingester) stats() IngestStats {
+	return IngestStats{Batches: in.batches.Load(), Requests: in.requests.Load(), Events: in.events.Load()}
+}
+
 func (in *ingester) close() {
-	in.stopOnce.Do(func() { close(in.stop) })
+	in.stopOnce.Do(func() {
+		in.closeMu.Lock()
+		in.closed = true
+		in.closeMu.Unlock()
+		close(in.stop)
+	})
 	<-in.stopped
 }

@@ -77,10 +77,18 @@ type Config struct {
 // ones, querying a tenant's log, and retention. Appends go through a
 // group-commit ingester: concurrent posts share one store transaction, and
 // each returns only once its events are durable.
+//
+// When the Store is an AuditedAppender and Audit an audit.Builder (the
+// SQLite store, the memory store and audit.Recorder are), the audit record
+// of a post that stores events is written in the transaction of its
+// events: one commit, shared by the concurrent posts of the batch, makes
+// both durable. Otherwise the record is written after the events, by
+// Audit.Record; the post is answered only after both, in either case.
 type Service struct {
-	cfg Config
-	log *slog.Logger
-	in  *ingester
+	cfg     Config
+	log     *slog.Logger
+	in      *ingester
+	builder audit.Builder // nil unless records can share the events' transaction
 }
 
 // NewService returns a Service and starts its ingester; Close stops it.
@@ -94,8 +102,15 @@ func NewService(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, log: cfg.Logger, in: newIngester(cfg.Store, cfg.Logger)}
+	s := &Service{cfg: cfg, log: cfg.Logger, in: newIngester(cfg.Store, cfg.Logger)}
+	if b, ok := cfg.Audit.(audit.Builder); ok && s.in.audited != nil {
+		s.builder = b
+	}
+	return s
 }
+
+// IngestStats reports how the ingester has grouped appends so far.
+func (s *Service) IngestStats() IngestStats { return s.in.stats() }
 
 // Close stops the ingester after appending what is already queued; later
 // posts fail with fault.Unavailable.
@@ -134,7 +149,11 @@ func (s *Service) record(ctx context.Context, tenantID, action string, err error
 // PostExternal returns. A name given twice keeps its last event.
 //
 // One audit record covers the whole post, with the counts of accepted and
-// rejected events.
+// rejected events. When the post stores events and the store can (see
+// Service), a success record is committed in the same transaction as the
+// events; if that transaction fails, neither is stored, a failure record is
+// written on its own and the post fails. Either way no event is accepted
+// without its post's record being durable.
 func (s *Service) PostExternal(ctx context.Context, by identity.Principal, body []byte) (map[string]PostResult, error) {
 	if !by.HasScope(identity.ScopeEventProducer) {
 		return nil, s.record(ctx, by.TenantID, ActionPost, fault.E(fault.Forbidden, "the access token lacks scope "+identity.ScopeEventProducer), nil)
@@ -163,16 +182,28 @@ func (s *Service) PostExternal(ctx context.Context, by identity.Principal, body 
 		acceptedNames = append(acceptedNames, name)
 	}
 	meta := map[string]any{"accepted": len(accepted), "rejected": len(named) - len(accepted)}
+	recorded := false
 	if len(accepted) > 0 {
-		if err := s.in.append(ctx, accepted); err != nil {
+		var rec *audit.Record
+		if s.builder != nil {
+			r, err := s.builder.Build(ctx, audit.Entry{TenantID: by.TenantID, Source: audit.SourceEvents, Action: ActionPost, Meta: meta})
+			if err != nil {
+				return nil, fault.E(fault.Unavailable, "the audit log is unavailable; try again", err)
+			}
+			rec = r
+		}
+		if err := s.in.append(ctx, accepted, rec); err != nil {
 			return nil, s.record(ctx, by.TenantID, ActionPost, err, meta)
 		}
+		recorded = rec != nil
 	}
 	for i, ev := range accepted {
 		out[acceptedNames[i]] = PostResult{Status: StatusAccepted, ID: ev.ID}
 	}
-	if err := s.record(ctx, by.TenantID, ActionPost, nil, meta); err != nil {
-		return nil, err
+	if !recorded {
+		if err := s.record(ctx, by.TenantID, ActionPost, nil, meta); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -286,7 +317,7 @@ func (s *Service) EmitNative(ctx context.Context, tenantID string, raw json.RawM
 	}
 	meta["event_type_id"] = ev.TypeID
 	ev.TenantID = tenantID
-	if err := s.in.append(ctx, []*Event{&ev}); err != nil {
+	if err := s.in.append(ctx, []*Event{&ev}, nil); err != nil {
 		return Event{}, s.record(ctx, tenantID, ActionEmit, err, meta)
 	}
 	meta["id"] = ev.ID

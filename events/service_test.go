@@ -349,3 +349,111 @@ func TestClosedServiceRefusesPosts(t *testing.T) {
 		t.Errorf("err = %v, want Unavailable wrapping ErrClosed", err)
 	}
 }
+
+// auditedFixture is a service on the memory store with a real audit
+// recorder: records of successful posts go in the events' transaction.
+type auditedFixture struct {
+	svc   *events.Service
+	store *memstore.Store
+	rec   *audit.Recorder
+}
+
+// failingInstances is an audit log store that cannot create service
+// instances, so the recorder can neither build nor store a record.
+type failingInstances struct{ *memstore.Store }
+
+func (failingInstances) EnsureServiceInstance(context.Context, audit.ServiceInstance) (audit.ServiceInstance, error) {
+	return audit.ServiceInstance{}, errors.New("disk full")
+}
+
+// failingAppend is an events store whose combined appends fail.
+type failingAppend struct{ *memstore.Store }
+
+func (failingAppend) AppendEventsAudited(context.Context, []*events.Event, []*audit.Record) error {
+	return fault.E(fault.Internal, "disk full")
+}
+
+func newAudited(t *testing.T, evStore events.Store, logStore audit.LogStore, st *memstore.Store) auditedFixture {
+	t.Helper()
+	c := clocktest.New(start)
+	rec := audit.NewRecorder(logStore, c, nil)
+	t.Cleanup(rec.Close)
+	svc := events.NewService(events.Config{Store: evStore, Audit: rec, Clock: c})
+	t.Cleanup(svc.Close)
+	return auditedFixture{svc: svc, store: st, rec: rec}
+}
+
+func auditLog(t *testing.T, st *memstore.Store, tenant string) []audit.Record {
+	t.Helper()
+	recs, err := st.ListAuditRecords(t.Context(), tenant, 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs
+}
+
+// Concurrent posts on an audited store: every post has exactly one success
+// record and its events, with gap-free sequences in both logs.
+func TestAuditedPostsRecordInEventsTransaction(t *testing.T) {
+	st := memstore.New()
+	f := newAudited(t, st, st, st)
+	const posters = 32
+	var wg sync.WaitGroup
+	for i := range posters {
+		wg.Go(func() {
+			res, err := f.svc.PostExternal(context.Background(), producer, []byte(fmt.Sprintf(`{"e":{"event_type_id":"10001","count":%d},"x":{"event_type_id":"1"}}`, i)))
+			if err != nil || res["e"].Status != events.StatusAccepted {
+				t.Errorf("post %d: %+v %v", i, res, err)
+			}
+		})
+	}
+	wg.Wait()
+	evs, err := st.ListEventsAfter(t.Context(), tenantA, 0, nil, time.Time{}, 1000)
+	if err != nil || len(evs) != posters {
+		t.Fatalf("%d events stored, %v", len(evs), err)
+	}
+	recs := auditLog(t, st, tenantA)
+	if len(recs) != posters {
+		t.Fatalf("%d audit records, want one per post (%d)", len(recs), posters)
+	}
+	for i, r := range recs {
+		if r.Seq != int64(i+1) || r.Action != events.ActionPost || r.Status != audit.StatusSuccess ||
+			fmt.Sprint(r.Meta["accepted"], r.Meta["rejected"], r.Meta["client_id"]) != "1 1 <nil>" {
+			t.Errorf("record %d = %+v", i, r)
+		}
+	}
+	if s := f.svc.IngestStats(); s.Requests != posters || s.Events != posters || s.Batches < 1 || s.Batches > posters {
+		t.Errorf("stats = %+v", s)
+	}
+}
+
+// When the audit record cannot be built, the post fails and stores nothing.
+func TestAuditedPostFailsWhenAuditFails(t *testing.T) {
+	st := memstore.New()
+	f := newAudited(t, st, failingInstances{st}, st)
+	_, err := f.svc.PostExternal(t.Context(), producer, []byte(`{"a":{"event_type_id":"10001"}}`))
+	if !fault.Is(fault.Unavailable, err) {
+		t.Errorf("err = %v, want fault.Unavailable", err)
+	}
+	if evs, _ := st.ListEventsAfter(t.Context(), tenantA, 0, nil, time.Time{}, 10); len(evs) != 0 {
+		t.Errorf("%d events stored by a failed post", len(evs))
+	}
+}
+
+// When the events-and-record transaction fails, the post fails, nothing of
+// it is stored but a separate failure record.
+func TestAuditedPostTransactionFailure(t *testing.T) {
+	st := memstore.New()
+	f := newAudited(t, failingAppend{st}, st, st)
+	_, err := f.svc.PostExternal(t.Context(), producer, []byte(`{"a":{"event_type_id":"10001"}}`))
+	if !fault.Is(fault.Internal, err) {
+		t.Errorf("err = %v, want the store's fault.Internal", err)
+	}
+	if evs, _ := st.ListEventsAfter(t.Context(), tenantA, 0, nil, time.Time{}, 10); len(evs) != 0 {
+		t.Errorf("%d events stored by a failed post", len(evs))
+	}
+	recs := auditLog(t, st, tenantA)
+	if len(recs) != 1 || recs[0].Status != audit.StatusFailed {
+		t.Errorf("audit = %+v, want one failure record", recs)
+	}
+}

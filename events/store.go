@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events/filter"
 )
 
@@ -46,6 +47,19 @@ type Store interface {
 	// returns fewer than limit, so that no transaction holds the log for
 	// long. Sequence numbers of deleted events are not reused.
 	DeleteEventsBefore(ctx context.Context, tenantID string, cutoff time.Time, limit int) (int, error)
+}
+
+// AuditedAppender is implemented by stores that can append events and
+// audit records in one transaction. When the Store implements it and the
+// audit sink is an audit.Builder, the service writes the audit record of a
+// successful post in the transaction of its events: the events and their
+// record are durable together (one commit instead of two in turn), and a
+// post is never answered before both are.
+type AuditedAppender interface {
+	// AppendEventsAudited does AppendEvents(evs) and
+	// audit.LogStore.AppendAuditRecords(recs), with their contracts, in
+	// one transaction: all of it or none. Either slice may be empty.
+	AppendEventsAudited(ctx context.Context, evs []*Event, recs []*audit.Record) error
 }
 
 // Query selects events of one tenant for Store.QueryEvents.

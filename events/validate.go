@@ -327,19 +327,20 @@ func normaliseTimes(obj map[string]any, s *shape, ptr string) []FieldError {
 	var errs []FieldError
 	for name, v := range obj {
 		sub := s.props[name]
-		p := ptr + "/" + escapePointer(name)
+		// The pointer is built only where it can be used: this walk runs
+		// for every attribute of every posted event.
 		switch v := v.(type) {
 		case string:
 			if sub.dateTime {
 				t, err := filter.ParseTime(v)
 				if err != nil {
-					errs = append(errs, FieldError{p, "must be an RFC 3339 date-time"})
+					errs = append(errs, FieldError{ptr + "/" + escapePointer(name), "must be an RFC 3339 date-time"})
 					continue
 				}
 				obj[name] = t.Format(TimeLayout)
 			}
 		case map[string]any:
-			errs = append(errs, normaliseTimes(v, sub, p)...)
+			errs = append(errs, normaliseTimes(v, sub, ptr+"/"+escapePointer(name))...)
 		}
 	}
 	sortFieldErrors(errs)
@@ -402,9 +403,16 @@ func describe(k jsonschema.ErrorKind) string {
 	return k.LocalizedString(message.NewPrinter(language.English))
 }
 
+// pointerEscaper escapes RFC 6901 reference tokens; a Replacer is costly
+// to build, so it is built once.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
 // escapePointer escapes one RFC 6901 reference token.
 func escapePointer(s string) string {
-	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+	if !strings.ContainsAny(s, "~/") {
+		return s
+	}
+	return pointerEscaper.Replace(s)
 }
 
 func sortFieldErrors(errs []FieldError) {

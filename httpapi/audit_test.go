@@ -240,6 +240,9 @@ func TestAuditExportEndToEnd(t *testing.T) {
 				t.Errorf("unzip -l does not list %s:\n%s", f, out)
 			}
 		}
+		if bytes.Contains(out, []byte("1980-")) || bytes.Contains(out, []byte("-00-00")) {
+			t.Errorf("an archive entry has no modification date:\n%s", out)
+		}
 		out, err = exec.Command("unzip", "-p", path, audit.LogsFile).Output()
 		if err != nil {
 			t.Fatalf("unzip -p: %v", err)

@@ -21,9 +21,10 @@ type PasswordParams struct {
 	Threads   uint8
 }
 
-// OWASPMinimum is OWASP's minimum recommended argon2id configuration
-// (m=19 MiB, t=2, p=1), the default for passwords and PINs.
-var OWASPMinimum = PasswordParams{Time: 2, MemoryKiB: 19 * 1024, Threads: 1}
+// OWASPMinimum returns OWASP's minimum recommended argon2id configuration
+// (m=19 MiB, t=2, p=1), the default for passwords and PINs. It is a function
+// so that no caller can lower the floor that latchkey.New enforces.
+func OWASPMinimum() PasswordParams { return PasswordParams{Time: 2, MemoryKiB: 19 * 1024, Threads: 1} }
 
 // AtLeast reports whether p costs at least as much as q in every dimension
 // that matters for an attacker (memory and time).

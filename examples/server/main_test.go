@@ -31,6 +31,12 @@ type server struct {
 
 func start(t *testing.T, dir, password string) server {
 	t.Helper()
+	return startLogging(t, dir, password, slog.New(slog.DiscardHandler))
+}
+
+// startLogging is start with the server's log going to log.
+func startLogging(t *testing.T, dir, password string, log *slog.Logger) server {
+	t.Helper()
 	ctx, cancel := context.WithCancel(t.Context())
 	ready := make(chan [2]string, 1)
 	out := &bytes.Buffer{}
@@ -38,7 +44,7 @@ func start(t *testing.T, dir, password string) server {
 	go func() {
 		done <- serve.Run(ctx, serve.Config{
 			Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", DataDir: dir, AdminPassword: password,
-			Logger: slog.New(slog.DiscardHandler), Stdout: out,
+			Logger: log, Stdout: out,
 			Ready: func(h, s string) { ready <- [2]string{h, s} },
 		})
 	}()

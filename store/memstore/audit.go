@@ -30,6 +30,12 @@ func cloneMeta(m map[string]any) map[string]any {
 func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.appendAuditLocked(recs)
+	return nil
+}
+
+// appendAuditLocked appends recs to their chains; s.mu is held.
+func (s *Store) appendAuditLocked(recs []*audit.Record) {
 	for _, r := range recs {
 		log := s.auditRecs[r.TenantID]
 		r.Seq, r.PrevHash = 1, nil
@@ -47,7 +53,6 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 		c.Meta = cloneMeta(r.Meta)
 		s.auditRecs[r.TenantID] = append(log, c)
 	}
-	return nil
 }
 
 // ListAuditRecords implements audit.LogStore.

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
@@ -50,6 +51,15 @@ func cloneEvent(e events.Event) events.Event {
 
 // AppendEvents implements events.Store.
 func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
+	return s.AppendEventsAudited(ctx, evs, nil)
+}
+
+var _ events.AuditedAppender = (*Store)(nil)
+
+// AppendEventsAudited implements events.AuditedAppender: the events and
+// the records are appended under one lock hold, so a reader sees both or
+// neither.
+func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, recs []*audit.Record) error {
 	docs := make([]map[string]any, len(evs))
 	for i, e := range evs {
 		dec := json.NewDecoder(bytes.NewReader(e.Body))
@@ -66,6 +76,7 @@ func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
 		e.Seq, e.ID = l.head, ids.NewGUID()
 		l.evs = append(l.evs, storedEvent{ev: cloneEvent(*e), doc: docs[i]})
 	}
+	s.appendAuditLocked(recs)
 	return nil
 }
 

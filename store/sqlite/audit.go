@@ -23,51 +23,54 @@ var warmQueries = []string{auditInsert, auditHead}
 // AppendAuditRecords implements audit.LogStore. The chain head of each
 // tenant is read inside the write transaction, which SQLite serialises.
 func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		type head struct {
-			seq  int64
-			hash []byte
-			time int64
-		}
-		heads := map[string]head{}
-		ins, err := s.txStmt(ctx, tx, auditInsert)
-		if err != nil {
-			return err
-		}
-		headQ, err := s.txStmt(ctx, tx, auditHead)
-		if err != nil {
-			return err
-		}
-		for _, r := range recs {
-			h, ok := heads[r.TenantID]
-			if !ok {
-				err := headQ.QueryRowContext(ctx, r.TenantID).Scan(&h.seq, &h.hash, &h.time)
-				if err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-			}
-			meta, err := json.Marshal(r.Meta)
-			if err != nil {
-				return fault.E(fault.Internal, err)
-			}
-			// Hash what a reader will see: meta as it decodes from storage.
-			r.Meta = nil
-			if err := json.Unmarshal(meta, &r.Meta); err != nil {
-				return fault.E(fault.Internal, err)
-			}
-			r.Seq, r.PrevHash = h.seq+1, h.hash
-			// Times never decrease along the chain (audit.ExportStore contract).
-			if h.seq > 0 && micros(r.Time) < h.time {
-				r.Time = fromMicros(h.time)
-			}
-			r.Hash = audit.ChainHash(r.PrevHash, *r)
-			if _, err := ins.ExecContext(ctx, r.TenantID, r.Seq, micros(r.Time), r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, string(meta), r.PrevHash, r.Hash); err != nil {
+	return s.tx(ctx, func(tx *sql.Tx) error { return s.appendAudit(ctx, tx, recs) })
+}
+
+// appendAudit appends recs to their tenants' chains within tx.
+func (s *Store) appendAudit(ctx context.Context, tx *sql.Tx, recs []*audit.Record) error {
+	type head struct {
+		seq  int64
+		hash []byte
+		time int64
+	}
+	heads := map[string]head{}
+	ins, err := s.txStmt(ctx, tx, auditInsert)
+	if err != nil {
+		return err
+	}
+	headQ, err := s.txStmt(ctx, tx, auditHead)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		h, ok := heads[r.TenantID]
+		if !ok {
+			err := headQ.QueryRowContext(ctx, r.TenantID).Scan(&h.seq, &h.hash, &h.time)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
 				return err
 			}
-			heads[r.TenantID] = head{r.Seq, r.Hash, micros(r.Time)}
 		}
-		return nil
-	})
+		meta, err := json.Marshal(r.Meta)
+		if err != nil {
+			return fault.E(fault.Internal, err)
+		}
+		// Hash what a reader will see: meta as it decodes from storage.
+		r.Meta = nil
+		if err := json.Unmarshal(meta, &r.Meta); err != nil {
+			return fault.E(fault.Internal, err)
+		}
+		r.Seq, r.PrevHash = h.seq+1, h.hash
+		// Times never decrease along the chain (audit.ExportStore contract).
+		if h.seq > 0 && micros(r.Time) < h.time {
+			r.Time = fromMicros(h.time)
+		}
+		r.Hash = audit.ChainHash(r.PrevHash, *r)
+		if _, err := ins.ExecContext(ctx, r.TenantID, r.Seq, micros(r.Time), r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, string(meta), r.PrevHash, r.Hash); err != nil {
+			return err
+		}
+		heads[r.TenantID] = head{r.Seq, r.Hash, micros(r.Time)}
+	}
+	return nil
 }
 
 // ListAuditRecords implements audit.LogStore.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
@@ -35,55 +36,78 @@ func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
+	return s.tx(ctx, func(tx *sql.Tx) error { return s.appendEvents(ctx, tx, evs) })
+}
+
+var _ events.AuditedAppender = (*Store)(nil)
+
+// AppendEventsAudited implements events.AuditedAppender: AppendEvents and
+// AppendAuditRecords in one transaction, so one commit (one fsync) makes
+// the events and the records of the posts that carried them durable
+// together.
+func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, recs []*audit.Record) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		head, err := s.txStmt(ctx, tx, eventHead)
-		if err != nil {
-			return err
-		}
-		ins, err := s.txStmt(ctx, tx, eventInsert)
-		if err != nil {
-			return err
-		}
-		insUser, err := s.txStmt(ctx, tx, eventUserInsrt)
-		if err != nil {
-			return err
-		}
-		setHead, err := s.txStmt(ctx, tx, eventSetHead)
-		if err != nil {
-			return err
-		}
-		heads := map[string]int64{}
-		for _, e := range evs {
-			seq, ok := heads[e.TenantID]
-			if !ok {
-				if err := head.QueryRowContext(ctx, e.TenantID).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-			}
-			seq++
-			users, err := json.Marshal(e.UserIDs)
-			if err != nil {
-				return fault.E(fault.Internal, err)
-			}
-			id := ids.NewGUID()
-			if _, err := ins.ExecContext(ctx, e.TenantID, seq, id, e.TypeID, e.Time.UTC().Format(events.TimeLayout), micros(e.ReceivedAt), string(users), string(e.Body)); err != nil {
+		if len(evs) > 0 {
+			if err := s.appendEvents(ctx, tx, evs); err != nil {
 				return err
 			}
-			for _, u := range e.UserIDs {
-				if _, err := insUser.ExecContext(ctx, e.TenantID, u, seq); err != nil {
-					return err
-				}
-			}
-			heads[e.TenantID] = seq
-			e.Seq, e.ID = seq, id
 		}
-		for tenant, seq := range heads {
-			if _, err := setHead.ExecContext(ctx, tenant, seq); err != nil {
-				return err
-			}
+		if len(recs) > 0 {
+			return s.appendAudit(ctx, tx, recs)
 		}
 		return nil
 	})
+}
+
+// appendEvents appends evs within tx.
+func (s *Store) appendEvents(ctx context.Context, tx *sql.Tx, evs []*events.Event) error {
+	head, err := s.txStmt(ctx, tx, eventHead)
+	if err != nil {
+		return err
+	}
+	ins, err := s.txStmt(ctx, tx, eventInsert)
+	if err != nil {
+		return err
+	}
+	insUser, err := s.txStmt(ctx, tx, eventUserInsrt)
+	if err != nil {
+		return err
+	}
+	setHead, err := s.txStmt(ctx, tx, eventSetHead)
+	if err != nil {
+		return err
+	}
+	heads := map[string]int64{}
+	for _, e := range evs {
+		seq, ok := heads[e.TenantID]
+		if !ok {
+			if err := head.QueryRowContext(ctx, e.TenantID).Scan(&seq); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		seq++
+		users, err := json.Marshal(e.UserIDs)
+		if err != nil {
+			return fault.E(fault.Internal, err)
+		}
+		id := ids.NewGUID()
+		if _, err := ins.ExecContext(ctx, e.TenantID, seq, id, e.TypeID, e.Time.UTC().Format(events.TimeLayout), micros(e.ReceivedAt), string(users), string(e.Body)); err != nil {
+			return err
+		}
+		for _, u := range e.UserIDs {
+			if _, err := insUser.ExecContext(ctx, e.TenantID, u, seq); err != nil {
+				return err
+			}
+		}
+		heads[e.TenantID] = seq
+		e.Seq, e.ID = seq, id
+	}
+	for tenant, seq := range heads {
+		if _, err := setHead.ExecContext(ctx, tenant, seq); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // eventWhere builds the WHERE clause and FROM of a query: the tenant, the
@@ -122,8 +146,9 @@ func eventWhere(tenantID string, q events.Query) (from, where string, args []any
 // QueryEvents implements events.Store. Without a user the page walks
 // (tenant_id, seq) or, for a type filter, (tenant_id, type_id, seq)
 // backwards; with a user it walks event_users' (tenant_id, user_id, seq).
-// Queries with a filter are not kept in the statement cache, whose keys
-// would then be chosen by callers.
+// Queries with a filter go through the bounded cache of caller-shaped
+// statements (queryShaped): their text depends on the filter's structure
+// only, so the few filters an application uses are prepared once.
 func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query) ([]events.Event, int, error) {
 	from, where, args, err := eventWhere(tenantID, q)
 	if err != nil {
@@ -136,7 +161,7 @@ func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query
 	page := `SELECT ` + eventCols + ` FROM ` + from + ` WHERE ` + where + ` ORDER BY ` + order + ` DESC LIMIT ? OFFSET ?`
 	run := s.query
 	if q.Filter != nil {
-		run = s.r.QueryContext
+		run = s.queryShaped
 	}
 	rows, err := run(ctx, page, append(args, q.Limit, q.Offset)...)
 	if err != nil {
@@ -151,7 +176,7 @@ func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query
 		count := `SELECT count(*) FROM (SELECT 1 FROM ` + from + ` WHERE ` + where + ` LIMIT ?)`
 		var row *sql.Row
 		if q.Filter != nil {
-			row = s.r.QueryRowContext(ctx, count, append(args, q.CountLimit)...)
+			row = s.queryRowShaped(ctx, count, append(args, q.CountLimit)...)
 		} else {
 			row = s.queryRow(ctx, count, append(args, q.CountLimit)...)
 		}

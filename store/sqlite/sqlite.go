@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"modernc.org/sqlite"
@@ -37,7 +38,18 @@ type Store struct {
 	// Prepared statements by query text: preparing costs as much as running
 	// a point query, so hot queries are prepared once per pool.
 	rstmts, wstmts sync.Map // string -> *sql.Stmt
+
+	// Read statements whose text is shaped by callers (filtered event
+	// queries: the text depends on the filter's structure, its values are
+	// bound), cached up to maxShapedStmts so that callers cannot grow the
+	// cache without bound; past that they are prepared for each use.
+	shaped  sync.Map // string -> *sql.Stmt
+	nshaped atomic.Int64
 }
+
+// maxShapedStmts bounds the cache of caller-shaped statements. Each one
+// costs a few kilobytes per reader connection.
+const maxShapedStmts = 256
 
 // Options tune Open.
 type Options struct {
@@ -88,7 +100,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	for _, m := range []*sync.Map{&s.rstmts, &s.wstmts} {
+	for _, m := range []*sync.Map{&s.rstmts, &s.wstmts, &s.shaped} {
 		m.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
 	}
 	return errors.Join(s.r.Close(), s.w.Close())
@@ -125,6 +137,44 @@ func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows
 		return nil, err
 	}
 	return st.QueryContext(ctx, args...)
+}
+
+// shapedStmt returns the cached statement of a read query whose text
+// callers shape (see Store.shaped), preparing it while the cache has room,
+// or nil when it is full or preparing failed (the caller then runs the
+// query unprepared, which reports any error). Racing first uses of one
+// text may count it twice, which only makes the bound stricter.
+func (s *Store) shapedStmt(ctx context.Context, query string) *sql.Stmt {
+	if st, ok := s.shaped.Load(query); ok {
+		return st.(*sql.Stmt)
+	}
+	if s.nshaped.Add(1) > maxShapedStmts {
+		s.nshaped.Add(-1)
+		return nil
+	}
+	st, err := prepared(ctx, s.r, &s.shaped, query)
+	if err != nil {
+		s.nshaped.Add(-1)
+		return nil
+	}
+	return st
+}
+
+// queryShaped runs a caller-shaped read query, prepared once while the
+// cache has room.
+func (s *Store) queryShaped(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if st := s.shapedStmt(ctx, query); st != nil {
+		return st.QueryContext(ctx, args...)
+	}
+	return s.r.QueryContext(ctx, query, args...)
+}
+
+// queryRowShaped is queryShaped for one row.
+func (s *Store) queryRowShaped(ctx context.Context, query string, args ...any) *sql.Row {
+	if st := s.shapedStmt(ctx, query); st != nil {
+		return st.QueryRowContext(ctx, args...)
+	}
+	return s.r.QueryRowContext(ctx, query, args...)
 }
 
 // exec runs a write statement outside a transaction through the cache.

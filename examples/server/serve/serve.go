@@ -203,7 +203,11 @@ func printWelcome(w io.Writer, addr, tlsAddr string, created bool, generated str
 		password = "$PLATFORM_ADMIN_PASSWORD"
 		fmt.Fprintln(w, "Created the root tenant and the user \"admin\" with the password in $PLATFORM_ADMIN_PASSWORD.")
 	}
-	fmt.Fprintf(w, "Log in:\n  curl -s http://%s/api/v1/auth/tokens/ -H 'Content-Type: application/json' \\\n    -d '{\"name\":\"admin\",\"password\":\"%s\",\"auth_domain\":\"root\"}'\n", addr, password)
+	body := fmt.Sprintf(`'{"name":"admin","password":"%s","auth_domain":"root"}'`, password)
+	if password == "$PLATFORM_ADMIN_PASSWORD" { // double quotes, so the shell expands it
+		body = `"{\"name\":\"admin\",\"password\":\"$PLATFORM_ADMIN_PASSWORD\",\"auth_domain\":\"root\"}"`
+	}
+	fmt.Fprintf(w, "Log in:\n  curl -s http://%s/api/v1/auth/tokens/ -H 'Content-Type: application/json' \\\n    -d %s\n", addr, body)
 }
 
 // masterKey returns the configured master key, or the data directory's

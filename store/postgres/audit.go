@@ -34,9 +34,8 @@ const advanceHead = `UPDATE audit_heads SET seq = $2, hash = $3, time = $4 WHERE
 // two calls naming the same tenants cannot deadlock), chains the records
 // from those heads, inserts them and advances the heads, in two round
 // trips (see pipelinedTx: BEGIN travels with the locks, COMMIT with the
-// inserts). Appenders of one tenant are thereby
-// serialised across processes; appenders of different tenants do not wait
-// for each other.
+// inserts). Appenders of one tenant are thereby serialised across
+// processes; appenders of different tenants do not wait for each other.
 //
 // Times never decrease along a tenant's chain (see audit.ExportStore): a
 // record stamped before the head's time, as happens when two processes'
@@ -47,60 +46,86 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 	if len(recs) == 0 {
 		return nil
 	}
-	metas := make([]string, len(recs))
+	a, err := newAuditAppend(recs)
+	if err != nil {
+		return err
+	}
+	return s.pipelinedTx(ctx, a.lock, a.write)
+}
+
+// auditHead is a tenant's chain head as an append sees it.
+type auditHead struct {
+	seq  int64
+	hash []byte
+	time *time.Time
+}
+
+// auditAppend is the statements of one append of audit records, in the
+// two batches of pipelinedTx: lock, then write. AppendEventsAudited puts
+// them in the same transaction as an events append.
+type auditAppend struct {
+	recs    []*audit.Record
+	metas   []string // each record's meta as stored
+	tenants []string // sorted, distinct
+	heads   map[string]auditHead
+}
+
+func newAuditAppend(recs []*audit.Record) (*auditAppend, error) {
+	a := &auditAppend{recs: recs, metas: make([]string, len(recs))}
 	for i, r := range recs {
 		b, err := json.Marshal(r.Meta)
 		if err != nil {
-			return fault.E(fault.Internal, err)
+			return nil, fault.E(fault.Internal, err)
 		}
-		metas[i] = string(b)
+		a.metas[i] = string(b)
 	}
-	tenants := make([]string, 0, 1)
 	for i, r := range recs {
 		// Hash what a reader will see: meta as it decodes from storage.
 		r.Meta = nil
-		if err := json.Unmarshal([]byte(metas[i]), &r.Meta); err != nil {
-			return fault.E(fault.Internal, err)
+		if err := json.Unmarshal([]byte(a.metas[i]), &r.Meta); err != nil {
+			return nil, fault.E(fault.Internal, err)
 		}
-		tenants = append(tenants, r.TenantID)
+		a.tenants = append(a.tenants, r.TenantID)
 	}
-	slices.Sort(tenants)
-	tenants = slices.Compact(tenants)
+	slices.Sort(a.tenants)
+	a.tenants = slices.Compact(a.tenants)
+	return a, nil
+}
 
-	type head struct {
-		seq  int64
-		hash []byte
-		time *time.Time
-	}
-	var heads map[string]head
-	return s.pipelinedTx(ctx, func(b *pgx.Batch) {
-		heads = make(map[string]head, len(tenants))
-		for _, id := range tenants {
-			b.Queue(lockHead, id).QueryRow(func(row pgx.Row) error {
-				var h head
-				if err := row.Scan(&h.seq, &h.hash, &h.time); err != nil {
-					return err
-				}
-				heads[id] = h
-				return nil
-			})
-		}
-	}, func(b *pgx.Batch) {
-		for i, r := range recs {
-			h := heads[r.TenantID]
-			r.Seq, r.PrevHash = h.seq+1, h.hash
-			if h.time != nil && r.Time.Before(*h.time) {
-				r.Time = *h.time
+// lock queues the locks of the heads, in tenant id order; their results
+// fill a.heads.
+func (a *auditAppend) lock(b *pgx.Batch) {
+	a.heads = make(map[string]auditHead, len(a.tenants))
+	for _, id := range a.tenants {
+		b.Queue(lockHead, id).QueryRow(func(row pgx.Row) error {
+			var h auditHead
+			if err := row.Scan(&h.seq, &h.hash, &h.time); err != nil {
+				return err
 			}
-			r.Hash = audit.ChainHash(r.PrevHash, *r)
-			t := r.Time
-			heads[r.TenantID] = head{r.Seq, r.Hash, &t}
-			b.Queue(insertRecord, r.TenantID, r.Seq, r.Time, r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, metas[i], r.PrevHash, r.Hash)
+			a.heads[id] = h
+			return nil
+		})
+	}
+}
+
+// write chains the records from the locked heads and queues their inserts
+// and the heads' advance.
+func (a *auditAppend) write(b *pgx.Batch) {
+	for i, r := range a.recs {
+		h := a.heads[r.TenantID]
+		r.Seq, r.PrevHash = h.seq+1, h.hash
+		if h.time != nil && r.Time.Before(*h.time) {
+			r.Time = *h.time
 		}
-		for _, id := range tenants {
-			b.Queue(advanceHead, id, heads[id].seq, heads[id].hash, heads[id].time)
-		}
-	})
+		r.Hash = audit.ChainHash(r.PrevHash, *r)
+		t := r.Time
+		a.heads[r.TenantID] = auditHead{r.Seq, r.Hash, &t}
+		b.Queue(insertRecord, r.TenantID, r.Seq, r.Time, r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, a.metas[i], r.PrevHash, r.Hash)
+	}
+	for _, id := range a.tenants {
+		h := a.heads[id]
+		b.Queue(advanceHead, id, h.seq, h.hash, h.time)
+	}
 }
 
 // ListAuditRecords implements audit.LogStore.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
@@ -39,43 +40,88 @@ func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
 	if len(evs) == 0 {
 		return nil
 	}
-	tenants := make([]string, 0, 1)
-	for _, e := range evs {
-		tenants = append(tenants, e.TenantID)
+	a := newEventAppend(evs)
+	return s.pipelinedTx(ctx, a.lock, a.write)
+}
+
+var _ events.AuditedAppender = (*Store)(nil)
+
+// AppendEventsAudited implements events.AuditedAppender: AppendEvents and
+// AppendAuditRecords in one transaction, still two round trips, so a post
+// and its audit record need one commit. It locks the event heads (in
+// tenant id order), then the audit heads (likewise); appends of one kind
+// lock only their own heads, so no two appends can deadlock.
+func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, recs []*audit.Record) error {
+	if len(evs) == 0 && len(recs) == 0 {
+		return nil
 	}
-	slices.Sort(tenants)
-	tenants = slices.Compact(tenants)
-	var heads map[string]int64
+	ea := newEventAppend(evs)
+	aa, err := newAuditAppend(recs)
+	if err != nil {
+		return err
+	}
 	return s.pipelinedTx(ctx, func(b *pgx.Batch) {
-		heads = make(map[string]int64, len(tenants))
-		for _, id := range tenants {
-			b.Queue(lockEventHead, id).QueryRow(func(row pgx.Row) error {
-				var seq int64
-				if err := row.Scan(&seq); err != nil {
-					return err
-				}
-				heads[id] = seq
-				return nil
-			})
-		}
+		ea.lock(b)
+		aa.lock(b)
 	}, func(b *pgx.Batch) {
-		for _, e := range evs {
-			seq := heads[e.TenantID] + 1
-			heads[e.TenantID] = seq
-			e.Seq, e.ID = seq, ids.NewGUID()
-			users := e.UserIDs
-			if users == nil {
-				users = []string{}
-			}
-			b.Queue(insertEvent, e.TenantID, seq, e.ID, e.TypeID, e.Time.UTC().Format(events.TimeLayout), e.ReceivedAt, users, string(e.Body))
-			for _, u := range e.UserIDs {
-				b.Queue(insertEventUser, e.TenantID, u, seq)
-			}
-		}
-		for _, id := range tenants {
-			b.Queue(advanceEvents, id, heads[id])
-		}
+		ea.write(b)
+		aa.write(b)
 	})
+}
+
+// eventAppend is the statements of one append of events, in the two
+// batches of pipelinedTx: lock, then write.
+type eventAppend struct {
+	evs     []*events.Event
+	tenants []string // sorted, distinct
+	heads   map[string]int64
+}
+
+func newEventAppend(evs []*events.Event) *eventAppend {
+	a := &eventAppend{evs: evs}
+	for _, e := range evs {
+		a.tenants = append(a.tenants, e.TenantID)
+	}
+	slices.Sort(a.tenants)
+	a.tenants = slices.Compact(a.tenants)
+	return a
+}
+
+// lock queues the locks of the heads, in tenant id order; their results
+// fill a.heads.
+func (a *eventAppend) lock(b *pgx.Batch) {
+	a.heads = make(map[string]int64, len(a.tenants))
+	for _, id := range a.tenants {
+		b.Queue(lockEventHead, id).QueryRow(func(row pgx.Row) error {
+			var seq int64
+			if err := row.Scan(&seq); err != nil {
+				return err
+			}
+			a.heads[id] = seq
+			return nil
+		})
+	}
+}
+
+// write numbers the events from the locked heads, gives them ids, and
+// queues their inserts (with their user rows) and the heads' advance.
+func (a *eventAppend) write(b *pgx.Batch) {
+	for _, e := range a.evs {
+		seq := a.heads[e.TenantID] + 1
+		a.heads[e.TenantID] = seq
+		e.Seq, e.ID = seq, ids.NewGUID()
+		users := e.UserIDs
+		if users == nil {
+			users = []string{}
+		}
+		b.Queue(insertEvent, e.TenantID, seq, e.ID, e.TypeID, e.Time.UTC().Format(events.TimeLayout), e.ReceivedAt, users, string(e.Body))
+		for _, u := range e.UserIDs {
+			b.Queue(insertEventUser, e.TenantID, u, seq)
+		}
+	}
+	for _, id := range a.tenants {
+		b.Queue(advanceEvents, id, a.heads[id])
+	}
 }
 
 // eventWhere builds FROM and WHERE of a query: tenant, user through

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"math"
 	"net/url"
@@ -82,6 +83,9 @@ type ExporterConfig struct {
 	ArchiveDir string
 	// Owner names this process's worker in leases; default random.
 	Owner string
+	// ProgressEvery is how many records pass between an export's progress
+	// log lines; default 100 000.
+	ProgressEvery int
 	// LeaseFor is how long a claim holds a job without renewal; the worker
 	// renews at a third of it. After a crash, another worker takes the job
 	// over once it lapses. Default DefaultLeaseFor.
@@ -132,6 +136,9 @@ func NewExporter(cfg ExporterConfig) (*Exporter, error) {
 		var b [6]byte
 		rand.Read(b[:])
 		cfg.Owner = fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b[:]))
+	}
+	if cfg.ProgressEvery <= 0 {
+		cfg.ProgressEvery = 100_000
 	}
 	if cfg.LeaseFor <= 0 {
 		cfg.LeaseFor = DefaultLeaseFor
@@ -444,9 +451,15 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 	defer wg.Wait()
 	wg.Go(func() { e.keepLease(workCtx, cancel, job) })
 
+	e.log.Info("audit: export started", "job", job.ID, "tenant", job.TenantID, "attempt", job.Attempts)
+	started := time.Now() // wall time for the log, not a business time
 	res, err := e.writeArchive(workCtx, job)
 	cancel()
 	wg.Wait()
+	if err == nil {
+		e.log.Info("audit: export written", "job", job.ID, "records", res.Summary.Count,
+			"bytes", res.ArchiveSize, "took", time.Since(started).Round(time.Millisecond))
+	}
 	if err != nil {
 		e.log.Error("audit: export failed", "job", job.ID, "attempt", job.Attempts, "err", err)
 		if ctx.Err() != nil {
@@ -526,7 +539,7 @@ func (e *Exporter) writeArchive(ctx context.Context, job ExportJob) (ExportResul
 	}()
 	bw := bufio.NewWriterSize(tmp, 256<<10)
 	meta := ArchiveMeta{JobID: job.ID, TenantID: job.TenantID, Request: job.Request, CreatedAt: e.now(), Scratch: scratch}
-	sum, err := WriteArchive(bw, meta, e.cfg.Store.ScanAuditRecords(ctx, job.TenantID, job.Request), signer)
+	sum, err := WriteArchive(bw, meta, e.withProgress(job.ID, e.cfg.Store.ScanAuditRecords(ctx, job.TenantID, job.Request)), signer)
 	if err != nil {
 		return ExportResult{}, err
 	}
@@ -572,6 +585,24 @@ func (e *Exporter) CleanupExpired(ctx context.Context) (int, error) {
 				return n, err
 			}
 			n++
+		}
+	}
+}
+
+// withProgress logs every ProgressEvery records that recs yields, so an
+// operator can follow a long export.
+func (e *Exporter) withProgress(jobID string, recs iter.Seq2[Record, error]) iter.Seq2[Record, error] {
+	return func(yield func(Record, error) bool) {
+		n := 0
+		for r, err := range recs {
+			if err == nil {
+				if n++; n%e.cfg.ProgressEvery == 0 {
+					e.log.Info("audit: export progress", "job", jobID, "records", n)
+				}
+			}
+			if !yield(r, err) {
+				return
+			}
 		}
 	}
 }

@@ -148,8 +148,32 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, stylePlatform, fault.E(fault.Internal, fmt.Errorf("panic: %v", v)))
 		}
 	}()
-	s.mux.ServeHTTP(w, r)
+	if !s.log.Enabled(ctx, slog.LevelDebug) {
+		s.mux.ServeHTTP(w, r)
+		return
+	}
+	// The access log is at debug level, and only then is the writer wrapped.
+	// The query string is left out: it can carry a signed URL's signature.
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	start := time.Now()
+	s.mux.ServeHTTP(sw, r)
+	s.log.LogAttrs(ctx, slog.LevelDebug, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
+		slog.Int("status", sw.status), slog.Duration("took", time.Since(start)), slog.String("trace", traceID))
 }
+
+// statusWriter remembers the status a handler wrote.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // traceIDFrom takes the trace id of a W3C traceparent header
 // (version-traceid-parentid-flags) or makes a new one.

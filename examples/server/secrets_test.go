@@ -107,4 +107,7 @@ func TestSecretsNeverStoredOrLogged(t *testing.T) {
 	if len(logs.Bytes()) == 0 {
 		t.Error("the server logged nothing at debug level: the check proves nothing")
 	}
+	if !bytes.Contains(logs.Bytes(), []byte("msg=request method=POST path=/api/v1/auth/tokens/ status=401")) {
+		t.Errorf("the debug access log lacks the failed login:\n%s", logs.Bytes())
+	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/keyset"
 )
 
 var _ audit.ExportStore = (*Store)(nil)
@@ -214,24 +215,14 @@ func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit
 		args = append(args, ScanChunk)
 		b.WriteString(" ORDER BY seq LIMIT $" + strconv.Itoa(len(args)))
 		query := b.String()
-		page := make([]audit.Record, 0, ScanChunk)
-		after := *lo - 1
-		for {
+		read := func(after int64, buf []audit.Record) ([]audit.Record, error) {
 			args[1] = after
-			page, err = s.readPage(ctx, query, args, page[:0])
-			if err != nil {
-				yield(audit.Record{}, err)
+			return s.readPage(ctx, query, args, buf)
+		}
+		for r, err := range keyset.Pages(ScanChunk, *lo-1, read, func(r audit.Record) int64 { return r.Seq }) {
+			if !yield(r, err) || err != nil {
 				return
 			}
-			for _, r := range page {
-				if !yield(r, nil) {
-					return
-				}
-			}
-			if len(page) < ScanChunk {
-				return
-			}
-			after = page[len(page)-1].Seq
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/keyset"
 )
 
 var _ audit.ExportStore = (*Store)(nil)
@@ -230,28 +231,19 @@ func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit
 		}
 		b.WriteString(" ORDER BY seq LIMIT ?")
 		query := b.String()
-		page := make([]audit.Record, 0, ScanChunk)
-		after := lo.Int64 - 1
-		for {
+		read := func(after int64, buf []audit.Record) ([]audit.Record, error) {
 			args := append([]any{tenantID, after, hi.Int64, from, to}, filters...)
-			args = append(args, ScanChunk)
-			page, err = s.readPage(ctx, query, args, page[:0])
-			if err != nil {
-				yield(audit.Record{}, err)
+			return s.readPage(ctx, query, append(args, ScanChunk), buf)
+		}
+		for r, err := range keyset.Pages(ScanChunk, lo.Int64-1, read, recordSeq) {
+			if !yield(r, err) || err != nil {
 				return
 			}
-			for _, r := range page {
-				if !yield(r, nil) {
-					return
-				}
-			}
-			if len(page) < ScanChunk {
-				return
-			}
-			after = page[len(page)-1].Seq
 		}
 	}
 }
+
+func recordSeq(r audit.Record) int64 { return r.Seq }
 
 func (s *Store) readPage(ctx context.Context, query string, args []any, page []audit.Record) ([]audit.Record, error) {
 	rows, err := s.r.QueryContext(ctx, query, args...)

@@ -170,8 +170,13 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		if keys, err = identity.LoadKeySet(ctx, cfg.Store, sealer, cfg.Clock, cfg.Issuer); err != nil {
 			return err
 		}
+		p.Identity = identity.NewService(identity.Config{
+			Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+			Hasher:           identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency),
+			PlatformTokenTTL: cfg.PlatformTokenTTL,
+		})
 		p.Clients, err = clients.New(ctx, clients.Config{
-			Store: cfg.Store, Tenants: cfg.Store, Keys: keys, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock,
+			Store: cfg.Store, Tenants: cfg.Store, Revoker: p.Identity, Keys: keys, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock,
 			Logger: cfg.Logger, TokenTTL: cfg.PlatformTokenTTL,
 		})
 		return err
@@ -187,11 +192,6 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		}
 		p.ownArchiveDir = true
 	}
-	p.Identity = identity.NewService(identity.Config{
-		Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		Hasher:           identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency),
-		PlatformTokenTTL: cfg.PlatformTokenTTL,
-	})
 	p.Vault = vault.NewService(vault.Config{Store: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock})
 	p.Exports, err = audit.NewExporter(audit.ExporterConfig{
 		Store: cfg.Store, Sink: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,

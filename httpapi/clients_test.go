@@ -435,3 +435,44 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestDeletedClientTokenRevoked: deleting a registered client refuses the
+// JWTs it already holds at once (R6, revoked), not only at exp, while
+// another client's token of the same tenant keeps working.
+func TestDeletedClientTokenRevoked(t *testing.T) {
+	e := latchkeytest.New(t)
+	a := e.NewTenant("A")
+	e.ClientProfile(a, map[string]any{"name": "p", "role": "application-owner"})
+	doomed := e.RegisterClient("doomed", e.RegistrationToken(a, "p", 2, 3600))
+	kept := e.RegisterClient("kept", e.RegistrationToken(a, "p", 1, 3600))
+	srv := e.TLSServer(httpapi.Defaults())
+	login := func(c latchkeytest.Client) string {
+		r := e.DoWith(latchkeytest.HTTPSClient(srv, c.TLSCertificate), srv.URL, "POST", "/api/v1/auth/tokens/",
+			map[string]any{"grant_type": "client_credential", "client_id": c.ID})
+		if r.Status != 200 {
+			t.Fatalf("client login: %d %s", r.Status, r.Body)
+		}
+		return r.JSON()["jwt"].(string)
+	}
+	doomedJWT, keptJWT := login(doomed), login(kept)
+	for _, jwt := range []string{doomedJWT, keptJWT} {
+		if r := e.Do("GET", "/api/v1/vault/keys2", nil, bearer(jwt)); r.Status != 200 {
+			t.Fatalf("before deletion: %d %s", r.Status, r.Body)
+		}
+	}
+	if r := e.Do("DELETE", clientsPath+"/"+doomed.ID, nil, bearer(a.AdminToken)); r.Status != 204 {
+		t.Fatalf("delete client: %d %s", r.Status, r.Body)
+	}
+	// No clock movement: the token is refused at once, although it is
+	// still in the verified-token cache and far from exp.
+	r := e.Do("GET", "/api/v1/vault/keys2", nil, bearer(doomedJWT))
+	if r.Status != 401 || !strings.Contains(string(r.Body), "revoked") {
+		t.Fatalf("deleted client's JWT: %d %s, want 401 revoked", r.Status, r.Body)
+	}
+	if r := e.Do("POST", "/api/v1/vault/keys2", map[string]any{"name": "k", "algorithm": "AES", "size": 256}, bearer(doomedJWT)); r.Status != 401 {
+		t.Fatalf("deleted client's JWT on a write: %d %s, want 401", r.Status, r.Body)
+	}
+	if r := e.Do("GET", "/api/v1/vault/keys2", nil, bearer(keptJWT)); r.Status != 200 {
+		t.Fatalf("other client's JWT after the deletion: %d %s, want 200", r.Status, r.Body)
+	}
+}

@@ -58,6 +58,10 @@ type Service struct {
 	// seen at once, one made through another process within lookupTTL.
 	tenants *ttlcache.Cache[string, Tenant]
 	clients *ttlcache.Cache[string, OAuthClient]
+
+	// revs holds the revocations by subject that Authenticate checks; see
+	// revoke.go.
+	revs revocations
 }
 
 // lookupTTL bounds how long another process's change to a tenant or OAuth
@@ -81,10 +85,13 @@ func NewService(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, st: cfg.Store,
+	s := &Service{cfg: cfg, st: cfg.Store,
 		tenants: ttlcache.New[string, Tenant](lookupTTL, 10_000),
 		clients: ttlcache.New[string, OAuthClient](lookupTTL, 10_000),
 	}
+	s.revs.ttl = s.maxTokenTTL()
+	s.revs.empty.Store(true)
+	return s
 }
 
 // tenant returns a tenant by id through the lookup cache.

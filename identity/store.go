@@ -46,4 +46,25 @@ type Store interface {
 	// so a token is used at most once even by concurrent callers. NotFound if
 	// absent or expired at now.
 	UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (RefreshToken, error)
+
+	// RevokeSubject stores a revocation: tokens of r.Subject in r.TenantID
+	// issued at or before r.At are refused from then on. Storing the same
+	// revocation twice is not an error. Rows whose Until is before r.At may
+	// be deleted by the same call, since no token they refuse is still
+	// unexpired (stores never read the clock, so r.At is their "now").
+	RevokeSubject(ctx context.Context, r Revocation) error
+	// ListRevocations returns the stored revocations whose At is after
+	// since, ordered by At (then tenant and subject).
+	ListRevocations(ctx context.Context, since time.Time) ([]Revocation, error)
+}
+
+// Revocation refuses the tokens of one subject (a user id or a client id)
+// of a tenant issued at or before At. Until is At plus the longest token
+// lifetime: after it no refused token is still unexpired, so the row may be
+// deleted.
+type Revocation struct {
+	TenantID string
+	Subject  string
+	At       time.Time
+	Until    time.Time
 }

@@ -31,11 +31,21 @@ type Tenants interface {
 	GetTenantByCode(ctx context.Context, code string) (identity.Tenant, error)
 }
 
-// Config configures a Service. Every field but TokenTTL, CAName and Logger
-// is required.
+// Revoker refuses a subject's tokens issued until now; identity.Service
+// implements it. DeleteClient revokes the client id, the sub of the
+// client's tokens.
+type Revoker interface {
+	RevokeSubject(ctx context.Context, tenantID, subject string) error
+}
+
+// Config configures a Service. Every field but TokenTTL, CAName, Logger and
+// Revoker is required.
 type Config struct {
 	Store   Store
 	Tenants Tenants
+	// Revoker, when set, makes DeleteClient refuse the client's tokens at
+	// once; without it they stay valid until they expire (TokenTTL).
+	Revoker Revoker
 	Keys    *identity.KeySet
 	Sealer  *seal.Sealer
 	Audit   audit.Sink
@@ -504,8 +514,11 @@ func (s *Service) get(ctx context.Context, tenantID, id string) (Client, error) 
 }
 
 // DeleteClient revokes and removes a client of the admin's tenant. Its
-// certificate no longer logs in; tokens it already holds stay valid until
-// they expire (TokenTTL).
+// certificate no longer logs in, and, with a Config.Revoker, the tokens it
+// already holds are refused (at once in this process, within 5 seconds in
+// others on the same store); without one they stay valid until they expire
+// (TokenTTL). The subject is revoked before the client is removed, so a
+// failure leaves no deleted client with live tokens.
 func (s *Service) DeleteClient(ctx context.Context, p identity.Principal, id string) error {
 	meta := map[string]any{"client_id": id}
 	if err := requireAdmin(p); err != nil {
@@ -513,6 +526,11 @@ func (s *Service) DeleteClient(ctx context.Context, p identity.Principal, id str
 	}
 	if _, err := s.get(ctx, p.TenantID, id); err != nil {
 		return s.record(ctx, p.TenantID, ActionDelete, err, meta)
+	}
+	if s.cfg.Revoker != nil {
+		if err := s.cfg.Revoker.RevokeSubject(ctx, p.TenantID, id); err != nil {
+			return s.record(ctx, p.TenantID, ActionDelete, err, meta)
+		}
 	}
 	err := s.st.DeleteClient(ctx, p.TenantID, id)
 	if fault.Is(fault.NotFound, err) {

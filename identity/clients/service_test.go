@@ -49,6 +49,24 @@ type fixture struct {
 	clk    *clocktest.Fake
 	tenant identity.Tenant
 	admin  identity.Principal
+	rev    *revoker
+}
+
+// revoker records RevokeSubject calls, or fails them when err is set.
+type revoker struct {
+	mu    sync.Mutex
+	calls [][2]string // tenant, subject
+	err   error
+}
+
+func (r *revoker) RevokeSubject(ctx context.Context, tenantID, subject string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err != nil {
+		return r.err
+	}
+	r.calls = append(r.calls, [2]string{tenantID, subject})
+	return nil
 }
 
 func newFixture(t *testing.T) fixture {
@@ -69,13 +87,13 @@ func newFixture(t *testing.T) fixture {
 		}
 	}
 	tn, _ := st.GetTenantByCode(ctx, "ACME000001")
-	sk := &sink{}
-	svc, err := clients.New(ctx, clients.Config{Store: st, Tenants: st, Keys: keys, Sealer: sealer, Audit: sk, Clock: clk})
+	sk, rev := &sink{}, &revoker{}
+	svc, err := clients.New(ctx, clients.Config{Store: st, Tenants: st, Revoker: rev, Keys: keys, Sealer: sealer, Audit: sk, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	admin := identity.Principal{Kind: identity.KindUser, TenantID: tn.ID, TenantCode: tn.Code, UserID: "u", Roles: []string{identity.RoleTenantAdmin}}
-	return fixture{svc: svc, st: st, sink: sk, clk: clk, tenant: tn, admin: admin}
+	return fixture{svc: svc, st: st, sink: sk, clk: clk, tenant: tn, admin: admin, rev: rev}
 }
 
 func TestEnsureCAIsCreatedOnce(t *testing.T) {
@@ -159,5 +177,44 @@ func TestProfileRequiresTenantAdmin(t *testing.T) {
 		if _, err := f.svc.CreateProfile(t.Context(), p, clients.ProfileRequest{Name: "p"}); !fault.Is(fault.Forbidden, err) {
 			t.Errorf("CreateProfile by %v: %v, want Forbidden", p.Roles, err)
 		}
+	}
+}
+
+func TestDeleteClientRevokesItsSubject(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	if _, err := f.svc.CreateProfile(ctx, f.admin, clients.ProfileRequest{Name: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := f.svc.CreateRegistrationToken(ctx, f.admin, clients.RegTokenRequest{ProfileName: "p", MaxClients: 2, Lifetime: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	register := func(name string) clients.Registered {
+		csr := latchkeytest.MustCSR(t, latchkeytest.MustECKey(t), pkix.Name{CommonName: name})
+		reg, err := f.svc.Register(ctx, clients.RegisterRequest{Name: name, RegistrationToken: tok.Token, CSR: csr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg
+	}
+	one, two := register("one"), register("two")
+	if err := f.svc.DeleteClient(ctx, f.admin, one.ID); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([][2]string{{f.tenant.ID, one.ID}}, f.rev.calls); d != "" {
+		t.Errorf("revocations (-want +got):\n%s", d)
+	}
+	// When the revocation fails, the client is not deleted and the failure
+	// is audited: a deleted client never keeps live tokens.
+	f.rev.err = errors.New("store down")
+	if err := f.svc.DeleteClient(ctx, f.admin, two.ID); err == nil {
+		t.Fatal("DeleteClient with a failing revocation succeeded")
+	}
+	if e := f.sink.last(); e.Action != clients.ActionDelete || e.Err == nil {
+		t.Errorf("audit = %+v, want a failed delete", e)
+	}
+	if _, err := f.svc.GetClient(ctx, f.admin, two.ID); err != nil {
+		t.Errorf("client after a failed revocation: %v, want still there", err)
 	}
 }

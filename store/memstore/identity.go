@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
@@ -236,4 +237,40 @@ func (s *Store) UseRefreshToken(ctx context.Context, hash []byte, now time.Time)
 		return identity.RefreshToken{}, fault.E(fault.NotFound, "refresh token expired")
 	}
 	return t, nil
+}
+
+// RevokeSubject implements identity.Store.
+func (s *Store) RevokeSubject(ctx context.Context, r identity.Revocation) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.revocations = slices.DeleteFunc(s.revocations, func(o identity.Revocation) bool { return o.Until.Before(r.At) })
+	for _, o := range s.revocations {
+		if o.TenantID == r.TenantID && o.Subject == r.Subject && o.At.Equal(r.At) {
+			return nil
+		}
+	}
+	s.revocations = append(s.revocations, r)
+	return nil
+}
+
+// ListRevocations implements identity.Store.
+func (s *Store) ListRevocations(ctx context.Context, since time.Time) ([]identity.Revocation, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []identity.Revocation
+	for _, r := range s.revocations {
+		if r.At.After(since) {
+			out = append(out, r)
+		}
+	}
+	slices.SortFunc(out, func(a, b identity.Revocation) int {
+		if c := a.At.Compare(b.At); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.TenantID, b.TenantID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Subject, b.Subject)
+	})
+	return out, nil
 }

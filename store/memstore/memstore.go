@@ -23,6 +23,7 @@ type Store struct {
 	apiKeys       map[string]identity.APIKey // by hex hash
 	signingKeys   []identity.SigningKey
 	refreshTokens map[string]identity.RefreshToken // by hex hash
+	revocations   []identity.Revocation
 
 	auditRecs map[string][]audit.Record // by tenant, in seq order
 	instances map[string][]audit.ServiceInstance

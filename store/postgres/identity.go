@@ -214,3 +214,32 @@ func (s *Store) UseRefreshToken(ctx context.Context, hash []byte, now time.Time)
 	}
 	return t, nil
 }
+
+// RevokeSubject implements identity.Store.
+func (s *Store) RevokeSubject(ctx context.Context, r identity.Revocation) error {
+	if _, err := s.pool.Exec(ctx, `DELETE FROM revocations WHERE until < $1`, r.At); err != nil {
+		return mapErr(err)
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO revocations (tenant_id, subject, at, until) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+		r.TenantID, r.Subject, r.At, r.Until)
+	return mapErr(err)
+}
+
+// ListRevocations implements identity.Store.
+func (s *Store) ListRevocations(ctx context.Context, since time.Time) ([]identity.Revocation, error) {
+	rows, err := s.pool.Query(ctx, `SELECT tenant_id, subject, at, until FROM revocations WHERE at > $1 ORDER BY at, tenant_id, subject`, since)
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []identity.Revocation
+	for rows.Next() {
+		var r identity.Revocation
+		if err := rows.Scan(&r.TenantID, &r.Subject, &r.At, &r.Until); err != nil {
+			return nil, mapErr(err)
+		}
+		r.At, r.Until = r.At.UTC(), r.Until.UTC()
+		out = append(out, r)
+	}
+	return out, mapErr(rows.Err())
+}

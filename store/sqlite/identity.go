@@ -237,3 +237,35 @@ func (s *Store) UseRefreshToken(ctx context.Context, hash []byte, now time.Time)
 	}
 	return t, nil
 }
+
+// RevokeSubject implements identity.Store.
+func (s *Store) RevokeSubject(ctx context.Context, r identity.Revocation) error {
+	if _, err := s.exec(ctx, `DELETE FROM revocations WHERE until < ?`, micros(r.At)); err != nil {
+		return mapErr(err)
+	}
+	_, err := s.exec(ctx, `INSERT INTO revocations (tenant_id, subject, at, until) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		r.TenantID, r.Subject, micros(r.At), micros(r.Until))
+	return mapErr(err)
+}
+
+// ListRevocations implements identity.Store.
+func (s *Store) ListRevocations(ctx context.Context, since time.Time) ([]identity.Revocation, error) {
+	rows, err := s.query(ctx, `SELECT tenant_id, subject, at, until FROM revocations WHERE at > ? ORDER BY at, tenant_id, subject`, micros(since))
+	if err != nil {
+		return nil, mapErr(err)
+	}
+	defer rows.Close()
+	var out []identity.Revocation
+	for rows.Next() {
+		var (
+			r         identity.Revocation
+			at, until int64
+		)
+		if err := rows.Scan(&r.TenantID, &r.Subject, &at, &until); err != nil {
+			return nil, mapErr(err)
+		}
+		r.At, r.Until = fromMicros(at), fromMicros(until)
+		out = append(out, r)
+	}
+	return out, mapErr(rows.Err())
+}

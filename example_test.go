@@ -28,7 +28,7 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	caller, err := p.Identity.Authenticate(ctx, tok.JWT, identity.AudiencePlatform)
+	caller, err := p.Identity.Authenticate(ctx, tok.JWT, identity.PlatformToken)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (s *Server) platformJWT() routeOpts {
 		if !ok {
 			return identity.Principal{}, fault.E(fault.Unauthenticated, "missing bearer token")
 		}
-		return s.p.Identity.Authenticate(r.Context(), tok, identity.AudiencePlatform)
+		return s.p.Identity.Authenticate(r.Context(), tok, identity.PlatformToken)
 	}}
 }
 
@@ -37,7 +37,7 @@ func (s *Server) oauthToken(st style, scope string) routeOpts {
 		if !ok {
 			return identity.Principal{}, fault.E(fault.Unauthenticated, "missing bearer token")
 		}
-		p, err := s.p.Identity.Authenticate(r.Context(), tok, identity.AudienceAPI)
+		p, err := s.p.Identity.Authenticate(r.Context(), tok, identity.AccessToken)
 		if err != nil {
 			return p, err
 		}

@@ -343,7 +343,7 @@ func TestClientLogin(t *testing.T) {
 				}
 			} else {
 				claims := jwtClaims(t, m["jwt"].(string))
-				want := map[string]any{"sub": c.ID, "client_id": c.ID, "tid": a.ID, "roles": []any{"application-owner"}, "aud": []any{"latchkey:platform"}}
+				want := map[string]any{"sub": c.ID, "client_id": c.ID, "tid": a.ID, "roles": []any{"application-owner"}, "aud": nil}
 				got := map[string]any{"sub": claims["sub"], "client_id": claims["client_id"], "tid": claims["tid"], "roles": claims["roles"], "aud": claims["aud"]}
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("claims (-want +got):\n%s", d)

@@ -168,8 +168,11 @@ func TestJWTVerification(t *testing.T) {
 	e := latchkeytest.New(t)
 	tok := e.AdminToken()
 	h, c, sig := jwtParts(t, tok)
-	if h["alg"] != "ES256" || h["kid"] == nil {
+	if h["alg"] != "ES256" || h["kid"] == nil || h["typ"] != "JWT" {
 		t.Fatalf("header = %v", h)
+	}
+	if _, ok := c["aud"]; ok {
+		t.Errorf("claims carry aud %v: generic verifiers refuse an aud they were not told to expect", c["aud"])
 	}
 	tn := e.NewTenant("Acme")
 	cid, secret := e.OAuthClient(tn, "tenant-admin", "audit:export")
@@ -286,7 +289,13 @@ func TestOAuthTokenEndpoint(t *testing.T) {
 			if d := cmp.Diff(want, got); d != "" {
 				t.Errorf("token response (-want +got):\n%s", d)
 			}
-			_, claims, _ := jwtParts(t, body["access_token"].(string))
+			hdr, claims, _ := jwtParts(t, body["access_token"].(string))
+			if hdr["typ"] != "at+jwt" {
+				t.Errorf("access token typ = %v, want at+jwt (RFC 9068)", hdr["typ"])
+			}
+			if _, ok := claims["aud"]; ok {
+				t.Errorf("access token carries aud %v", claims["aud"])
+			}
 			if claims["client_id"] != id || claims["tid"] != tn.ID || claims["sub"] != id {
 				t.Errorf("claims = %v", claims)
 			}

@@ -328,8 +328,8 @@ func (s *Service) ClientCredentials(ctx context.Context, clientID, secret, scope
 		roles = []string{c.Role}
 	}
 	granted = strings.Join(scopes, " ")
-	token, _, err = s.cfg.Keys.Sign(Claims{TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Scope: granted, Roles: roles,
-		RegisteredClaims: registered(c.ID, AudienceAPI)}, s.cfg.AccessTokenTTL)
+	token, _, err = s.cfg.Keys.Sign(Claims{Kind: AccessToken, TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Scope: granted, Roles: roles,
+		RegisteredClaims: registered(c.ID)}, s.cfg.AccessTokenTTL)
 	if err != nil {
 		return "", 0, "", err
 	}
@@ -337,12 +337,12 @@ func (s *Service) ClientCredentials(ctx context.Context, clientID, secret, scope
 	return token, int64(s.cfg.AccessTokenTTL / 1e9), granted, s.record(ctx, t.ID, "oauth.token", nil, meta)
 }
 
-// Authenticate verifies a bearer token made for audience and returns its
+// Authenticate verifies a bearer token of the given kind and returns its
 // caller. A token whose subject was revoked (RevokeSubject) at or after its
 // iat is refused with "token revoked"; revocations made through another
 // process are seen within 5 seconds.
-func (s *Service) Authenticate(ctx context.Context, token, audience string) (Principal, error) {
-	c, err := s.cfg.Keys.Verify(token, audience)
+func (s *Service) Authenticate(ctx context.Context, token string, kind TokenKind) (Principal, error) {
+	c, err := s.cfg.Keys.Verify(token, kind)
 	if err != nil {
 		return Principal{}, err
 	}

@@ -38,7 +38,7 @@ func TestRevokeSubject(t *testing.T) {
 	const tenant, sub = "tenant-1", "client-1"
 	sign := func(subject string) string {
 		tok, _, err := p1.Keys().Sign(identity.Claims{TenantID: tenant, ClientID: subject,
-			RegisteredClaims: jwt.RegisteredClaims{Subject: subject, Audience: jwt.ClaimStrings{identity.AudiencePlatform}}}, 5*time.Minute)
+			RegisteredClaims: jwt.RegisteredClaims{Subject: subject}}, 5*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -46,7 +46,7 @@ func TestRevokeSubject(t *testing.T) {
 	}
 	check := func(name string, s *identity.Service, tok string, wantOK bool) {
 		t.Helper()
-		_, err := s.Authenticate(ctx, tok, identity.AudiencePlatform)
+		_, err := s.Authenticate(ctx, tok, identity.PlatformToken)
 		switch {
 		case wantOK && err != nil:
 			t.Errorf("%s: Authenticate = %v, want accepted", name, err)
@@ -85,7 +85,7 @@ func TestRevokeSubject(t *testing.T) {
 	// Once every refused token has expired, the old token is refused as
 	// expired, and the revocation no longer matters.
 	clk.Advance(time.Hour)
-	if _, err := p2.Authenticate(ctx, old, identity.AudiencePlatform); !fault.Is(fault.Unauthenticated, err) {
+	if _, err := p2.Authenticate(ctx, old, identity.PlatformToken); !fault.Is(fault.Unauthenticated, err) {
 		t.Errorf("old token after exp: %v", err)
 	}
 }

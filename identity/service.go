@@ -218,7 +218,7 @@ func (s *Service) Login(ctx context.Context, req LoginRequest) (TokenResponse, e
 
 func (s *Service) issueUserToken(ctx context.Context, t Tenant, u User) (TokenResponse, error) {
 	ttl := s.cfg.PlatformTokenTTL
-	jwt, _, err := s.cfg.Keys.Sign(Claims{TenantID: t.ID, TenantCode: t.Code, Roles: u.Roles, RegisteredClaims: registered(u.ID.String(), AudiencePlatform)}, ttl)
+	jwt, _, err := s.cfg.Keys.Sign(Claims{TenantID: t.ID, TenantCode: t.Code, Roles: u.Roles, RegisteredClaims: registered(u.ID.String())}, ttl)
 	if err != nil {
 		return TokenResponse{}, err
 	}
@@ -260,6 +260,6 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (TokenRespon
 	return resp, s.record(ctx, t.ID, "auth.refresh", nil, map[string]any{"user": map[string]any{"id": u.ID.String(), "name": u.Name}})
 }
 
-func registered(sub, aud string) jwt.RegisteredClaims {
-	return jwt.RegisteredClaims{Subject: sub, Audience: jwt.ClaimStrings{aud}}
+func registered(sub string) jwt.RegisteredClaims {
+	return jwt.RegisteredClaims{Subject: sub}
 }

@@ -22,11 +22,17 @@ import (
 	"github.com/latchkey/latchkey/seal"
 )
 
-// Audiences distinguish the two kinds of bearer token the platform issues,
-// so a token made for one purpose is never accepted for the other.
+// TokenKind tells the two kinds of bearer token apart, so a token made for
+// one purpose is never accepted for the other. It is the token's signed
+// "typ" header rather than an "aud" claim: the claims of access tokens are
+// those API.md lists, and generic JWT verifiers refuse a token with an
+// "aud" they were not told to expect.
+type TokenKind string
+
+// Token kinds.
 const (
-	AudiencePlatform = "latchkey:platform" // JWTs from POST {base_url}/auth/tokens/
-	AudienceAPI      = "latchkey:api"      // OAuth access tokens from POST /oauth/v1/token
+	PlatformToken TokenKind = "JWT"    // JWTs from POST {base_url}/auth/tokens/
+	AccessToken   TokenKind = "at+jwt" // OAuth access tokens (RFC 9068 typ) from POST /oauth/v1/token
 )
 
 // SigningAlgorithm is the only JWT algorithm the platform signs or accepts.
@@ -35,11 +41,13 @@ const SigningAlgorithm = "ES256"
 // Claims are the claims of every token the platform issues.
 type Claims struct {
 	jwt.RegisteredClaims
-	TenantID   string   `json:"tid"`
-	TenantCode string   `json:"tcode,omitempty"`
-	ClientID   string   `json:"client_id,omitempty"`
-	Scope      string   `json:"scope,omitempty"`
-	Roles      []string `json:"roles,omitempty"`
+	// Kind is written as the header's typ, not as a claim; default PlatformToken.
+	Kind       TokenKind `json:"-"`
+	TenantID   string    `json:"tid"`
+	TenantCode string    `json:"tcode,omitempty"`
+	ClientID   string    `json:"client_id,omitempty"`
+	Scope      string    `json:"scope,omitempty"`
+	Roles      []string  `json:"roles,omitempty"`
 }
 
 // Principal converts verified claims to the caller they describe.
@@ -153,8 +161,13 @@ func (ks *KeySet) Sign(c Claims, ttl time.Duration) (string, time.Time, error) {
 	ks.mu.RLock()
 	key, kid := ks.active, ks.kid
 	ks.mu.RUnlock()
+	kind := c.Kind
+	if kind == "" {
+		kind = PlatformToken
+	}
 	t := jwt.NewWithClaims(jwt.SigningMethodES256, c)
 	t.Header["kid"] = kid
+	t.Header["typ"] = string(kind)
 	s, err := t.SignedString(key)
 	if err != nil {
 		return "", time.Time{}, fault.E(fault.Internal, err)
@@ -162,24 +175,26 @@ func (ks *KeySet) Sign(c Claims, ttl time.Duration) (string, time.Time, error) {
 	return s, exp, nil
 }
 
-// Verify checks a token's signature (ES256 only, key chosen by kid), issuer,
-// audience, and time claims, and returns its claims. Any failure is
-// fault.Unauthenticated with a short reason.
-func (ks *KeySet) Verify(token, audience string) (*Claims, error) {
+// Verify checks a token's signature (ES256 only, key chosen by kid), kind
+// (the typ header), issuer and time claims, and returns its claims. Any
+// failure is fault.Unauthenticated with a short reason.
+func (ks *KeySet) Verify(token string, kind TokenKind) (*Claims, error) {
 	now := ks.clock.Now()
-	if c, ok := ks.cache.get(token, audience, now); ok {
+	if c, ok := ks.cache.get(token, string(kind), now); ok {
 		return c, nil
 	}
 	c := &Claims{}
 	parser := jwt.NewParser(
 		jwt.WithValidMethods([]string{SigningAlgorithm}),
 		jwt.WithIssuer(ks.issuer),
-		jwt.WithAudience(audience),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 		jwt.WithTimeFunc(func() time.Time { return now }),
 	)
 	_, err := parser.ParseWithClaims(token, c, func(t *jwt.Token) (any, error) {
+		if typ, _ := t.Header["typ"].(string); !strings.EqualFold(typ, string(kind)) {
+			return nil, errors.New("wrong kind of token")
+		}
 		kid, _ := t.Header["kid"].(string)
 		ks.mu.RLock()
 		pub, ok := ks.pubs[kid]
@@ -199,7 +214,8 @@ func (ks *KeySet) Verify(token, audience string) (*Claims, error) {
 	if c.TenantID == "" || c.Subject == "" {
 		return nil, fault.E(fault.Unauthenticated, "invalid token", errors.New("missing tid or sub"))
 	}
-	ks.cache.put(token, audience, c, now)
+	c.Kind = kind
+	ks.cache.put(token, string(kind), c, now)
 	return c, nil
 }
 

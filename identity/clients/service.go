@@ -578,7 +578,7 @@ func (s *Service) Login(ctx context.Context, clientID string, chain []*x509.Cert
 		roles = []string{c.Role}
 	}
 	tok, _, err := s.cfg.Keys.Sign(identity.Claims{TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Roles: roles,
-		RegisteredClaims: jwt.RegisteredClaims{Subject: c.ID, Audience: jwt.ClaimStrings{identity.AudiencePlatform}}}, s.cfg.TokenTTL)
+		RegisteredClaims: jwt.RegisteredClaims{Subject: c.ID}}, s.cfg.TokenTTL)
 	if err != nil {
 		return identity.TokenResponse{}, err
 	}

@@ -76,7 +76,7 @@ func TestPlatformsStartTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, p := range plats[1:] {
-		if _, err := p.Identity.Keys().Verify(tok.JWT, identity.AudiencePlatform); err != nil {
+		if _, err := p.Identity.Keys().Verify(tok.JWT, identity.PlatformToken); err != nil {
 			t.Errorf("platform %d rejects a token of platform 0: %v", i+1, err)
 		}
 	}

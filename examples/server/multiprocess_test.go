@@ -67,6 +67,7 @@ const publicURL = "http://latchkey.test"
 // database (a fresh schema), the master key and the archive directory.
 type multiEnv struct {
 	bin, dsn, masterKey, archives, password string
+	data                                    string // data directory; "" means a fresh one per process
 }
 
 // buildServer builds this command once into a temporary directory.
@@ -121,7 +122,11 @@ func freshSchemaDSN(t *testing.T, dsn string) string {
 // launch starts a server process; wait for it with ready.
 func (e multiEnv) launch(t *testing.T, name, masterKey string, extra ...string) (*proc, <-chan string) {
 	t.Helper()
-	args := append([]string{"-addr", "127.0.0.1:0", "-tls-addr", "", "-data", t.TempDir(), "-postgres", e.dsn,
+	data := e.data
+	if data == "" {
+		data = t.TempDir()
+	}
+	args := append([]string{"-addr", "127.0.0.1:0", "-tls-addr", "", "-data", data, "-postgres", e.dsn,
 		"-archive-dir", e.archives, "-log-level", "warn"}, extra...)
 	cmd := exec.Command(e.bin, args...)
 	cmd.Env = append(os.Environ(), "PLATFORM_MASTER_KEY="+masterKey, "PLATFORM_ADMIN_PASSWORD="+e.password)

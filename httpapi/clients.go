@@ -3,6 +3,7 @@ package httpapi
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -62,6 +63,7 @@ func (s *Server) registerClient(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
+	req.RemoteAddr = remoteHost(r)
 	c, err := s.p.Clients.Register(r.Context(), req)
 	if err != nil {
 		return err
@@ -169,4 +171,13 @@ func (s *Server) fromTrustedProxy(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// remoteHost is the request's peer address without its port.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
 }

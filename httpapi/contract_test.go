@@ -712,7 +712,7 @@ func TestContract(t *testing.T) {
 		}
 		slices.Sort(missing)
 		for _, m := range missing {
-			if !strings.HasSuffix(m, " 500") && !strings.HasSuffix(m, " 503") {
+			if !strings.HasSuffix(m, " 500") && !strings.HasSuffix(m, " 503") && producedElsewhere[m] == "" {
 				t.Errorf("documented response not exercised: %s", m)
 			}
 		}
@@ -738,4 +738,13 @@ func oauthToken(t *testing.T, c *contract, id, secret string) string {
 		t.Fatalf("access token: %d %v", resp.StatusCode, err)
 	}
 	return body.AccessToken
+}
+
+// producedElsewhere names, for documented responses that no contract
+// scenario can produce without disturbing the others, the test that does.
+var producedElsewhere = map[string]string{
+	// 50 failed registrations would throttle every later registration from
+	// this test's loopback address.
+	"POST /api/v1/client-management/clients 429":  "identity/clients TestRegisterThrottlesFailuresPerAddress",
+	"POST /api/v1/client-management/clients/ 429": "identity/clients TestRegisterThrottlesFailuresPerAddress",
 }

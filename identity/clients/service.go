@@ -56,6 +56,10 @@ type Config struct {
 	// CAName is the common name of a newly created client CA; default
 	// "Latchkey client CA".
 	CAName string
+	// RegisterThrottle limits failed registrations per remote address, since
+	// registering needs no bearer and every failure is an audit record;
+	// default 50 failures per 15 minutes.
+	RegisterThrottle *identity.Throttle
 }
 
 // Service registers clients and logs them in.
@@ -70,6 +74,9 @@ type Service struct {
 func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.TokenTTL == 0 {
 		cfg.TokenTTL = 5 * time.Minute
+	}
+	if cfg.RegisterThrottle == nil {
+		cfg.RegisterThrottle = identity.NewThrottle(50, 15*time.Minute)
 	}
 	if cfg.CAName == "" {
 		cfg.CAName = "Latchkey client CA"
@@ -314,6 +321,9 @@ type RegisterRequest struct {
 	SubjectField string `json:"subject_dn_field_to_modify"`
 	// DoNotModify keeps the CSR's subject exactly as sent.
 	DoNotModify bool `json:"do_not_modify_subject_dn"`
+	// RemoteAddr is the caller's network address (host), by which failed
+	// attempts are throttled; empty means unthrottled (library callers).
+	RemoteAddr string `json:"-"`
 }
 
 // MaxClientNameLength bounds a client's name, in characters.
@@ -358,8 +368,27 @@ type Registered struct {
 //
 // Unknown and expired tokens are fault.Unauthenticated, a used-up token is
 // fault.Conflict, a bad request fault.Invalid. The attempt is audited in the
-// token's tenant, or the root tenant's when the token is unknown.
+// token's tenant, or the root tenant's when the token is unknown. With a
+// RemoteAddr, failed attempts are counted per address, and an address over
+// the limit gets fault.TooManyRequests, unaudited, until its window passes.
 func (s *Service) Register(ctx context.Context, req RegisterRequest) (Registered, error) {
+	if req.RemoteAddr == "" {
+		return s.register(ctx, req)
+	}
+	key := "register\x00" + req.RemoteAddr
+	if blocked, wait := s.cfg.RegisterThrottle.Blocked(key, s.cfg.Clock.Now()); blocked {
+		// Not audited: throttling exists so that failures cannot flood the log.
+		return Registered{}, fault.E(fault.TooManyRequests, fmt.Sprintf("too many failed registrations; try again in %d seconds", int(wait.Seconds())+1))
+	}
+	r, err := s.register(ctx, req)
+	if err != nil && !fault.Is(fault.Internal, err) && !fault.Is(fault.Unavailable, err) {
+		s.cfg.RegisterThrottle.Fail(key, s.cfg.Clock.Now())
+	}
+	return r, err
+}
+
+// register is Register without the throttle.
+func (s *Service) register(ctx context.Context, req RegisterRequest) (Registered, error) {
 	id := identity.NewGUID()
 	meta := map[string]any{"client": map[string]any{"name": req.Name}}
 	csr, verr := req.Validate()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -216,5 +217,47 @@ func TestDeleteClientRevokesItsSubject(t *testing.T) {
 	}
 	if _, err := f.svc.GetClient(ctx, f.admin, two.ID); err != nil {
 		t.Errorf("client after a failed revocation: %v, want still there", err)
+	}
+}
+
+// Registration needs no bearer, so failures are throttled per address, and
+// throttled attempts are not audited: the log cannot be flooded.
+func TestRegisterThrottlesFailuresPerAddress(t *testing.T) {
+	f := newFixture(t)
+	ctx := t.Context()
+	if _, err := f.svc.CreateProfile(ctx, f.admin, clients.ProfileRequest{Name: "p"}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := f.svc.CreateRegistrationToken(ctx, f.admin, clients.RegTokenRequest{ProfileName: "p", MaxClients: 5, Lifetime: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	csr := latchkeytest.MustCSR(t, latchkeytest.MustECKey(t), pkix.Name{CommonName: "r"})
+	bad := clients.RegisterRequest{Name: "r", RegistrationToken: "not-a-token", CSR: csr, RemoteAddr: "192.0.2.7"}
+	for i := range 50 {
+		if _, err := f.svc.Register(ctx, bad); !fault.Is(fault.Unauthenticated, err) {
+			t.Fatalf("attempt %d: %v", i, err)
+		}
+	}
+	f.sink.mu.Lock()
+	audited := len(f.sink.entries)
+	f.sink.mu.Unlock()
+	good := clients.RegisterRequest{Name: "r", RegistrationToken: tok.Token, CSR: csr, RemoteAddr: "192.0.2.7"}
+	if _, err := f.svc.Register(ctx, good); !fault.Is(fault.TooManyRequests, err) {
+		t.Fatalf("51st attempt from the address: %v, want TooManyRequests", err)
+	}
+	f.sink.mu.Lock()
+	if len(f.sink.entries) != audited {
+		t.Errorf("a throttled attempt was audited")
+	}
+	f.sink.mu.Unlock()
+	other := good
+	other.RemoteAddr = "192.0.2.8"
+	if _, err := f.svc.Register(ctx, other); err != nil {
+		t.Fatalf("another address: %v", err)
+	}
+	f.clk.Advance(15 * time.Minute)
+	if _, err := f.svc.Register(ctx, good); err != nil {
+		t.Fatalf("after the window: %v", err)
 	}
 }

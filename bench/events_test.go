@@ -116,23 +116,36 @@ func BenchmarkEventsPost100(b *testing.B) {
 	})
 	b.Run("http", func(b *testing.B) {
 		e, tok := newEventsBenchEnv(b)
-		url := e.srv.URL + "/events/v1/events"
-		bodies := make([][]byte, 16)
-		for i := range bodies {
-			bodies[i] = postBody(i*100, 100)
-		}
-		b.ResetTimer()
-		for i := range b.N {
-			doPost(b, e.client, url, tok, bodies[i%len(bodies)])
-		}
-		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "events/s")
+		benchPost100(b, e, tok)
 	})
+}
+
+// benchPost100 posts bodies of 100 events, one request at a time, to e's
+// events route and reports events/s; the SQLite and PostgreSQL P3
+// benchmarks share it.
+func benchPost100(b *testing.B, e *env, tok string) {
+	url := e.srv.URL + "/events/v1/events"
+	bodies := make([][]byte, 16)
+	for i := range bodies {
+		bodies[i] = postBody(i*100, 100)
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		doPost(b, e.client, url, tok, bodies[i%len(bodies)])
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "events/s")
 }
 
 // BenchmarkEventsPostSingle64 is P3's second half: single-event posts from
 // 64 parallel clients; group commit gathers them into few transactions.
 func BenchmarkEventsPostSingle64(b *testing.B) {
 	e, tok := newEventsBenchEnv(b)
+	benchPostSingle64(b, e, tok)
+}
+
+// benchPostSingle64 posts single events from 64 parallel clients to e's
+// events route and reports events/s and posts per ingest commit.
+func benchPostSingle64(b *testing.B, e *env, tok string) {
 	url := e.srv.URL + "/events/v1/events"
 	var n atomic.Int64
 	b.SetParallelism(max(1, 64/max(1, runtimeProcs())))
@@ -140,8 +153,7 @@ func BenchmarkEventsPostSingle64(b *testing.B) {
 	before := e.p.Events.IngestStats()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			i := int(n.Add(1))
-			doPost(b, e.client, url, tok, postBody(i, 1))
+			doPost(b, e.client, url, tok, postBody(int(n.Add(1)), 1))
 		}
 	})
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -161,16 +160,7 @@ func BenchmarkEventsPost100Postgres(b *testing.B) {
 	b.Run("raw-copy", func(b *testing.B) { raw(b, true) })
 	b.Run("http", func(b *testing.B) {
 		e, tok := newEventsEnvOnPostgres(b)
-		url := e.srv.URL + "/events/v1/events"
-		bodies := make([][]byte, 16)
-		for i := range bodies {
-			bodies[i] = postBody(i*100, 100)
-		}
-		b.ResetTimer()
-		for i := range b.N {
-			doPost(b, e.client, url, tok, bodies[i%len(bodies)])
-		}
-		b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "events/s")
+		benchPost100(b, e, tok)
 	})
 }
 
@@ -178,16 +168,7 @@ func BenchmarkEventsPost100Postgres(b *testing.B) {
 // single-event posts from 64 parallel clients.
 func BenchmarkEventsPostSingle64Postgres(b *testing.B) {
 	e, tok := newEventsEnvOnPostgres(b)
-	url := e.srv.URL + "/events/v1/events"
-	var n atomic.Int64
-	b.SetParallelism(max(1, 64/max(1, runtimeProcs())))
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			doPost(b, e.client, url, tok, postBody(int(n.Add(1)), 1))
-		}
-	})
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+	benchPostSingle64(b, e, tok)
 }
 
 // insertRawPostgres inserts n events numbered from first (the rows

@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
 	"net/http"
@@ -271,22 +270,6 @@ func TestClientsAdminAndTenantIsolation(t *testing.T) {
 	}
 }
 
-// jwtClaims decodes a JWT's payload without verifying it.
-func jwtClaims(t *testing.T, jwt string) map[string]any {
-	t.Helper()
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		t.Fatalf("not a JWT: %q", jwt)
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	return m
-}
-
 func TestClientLogin(t *testing.T) {
 	e := latchkeytest.New(t)
 	a, b := e.NewTenant("A"), e.NewTenant("B")
@@ -342,7 +325,7 @@ func TestClientLogin(t *testing.T) {
 					t.Errorf("message %q, want it to contain %q", m["message"], tt.wantMsg)
 				}
 			} else {
-				claims := jwtClaims(t, m["jwt"].(string))
+				claims := latchkeytest.UnverifiedClaims(t, m["jwt"].(string))
 				want := map[string]any{"sub": c.ID, "client_id": c.ID, "tid": a.ID, "roles": []any{"application-owner"}, "aud": nil}
 				got := map[string]any{"sub": claims["sub"], "client_id": claims["client_id"], "tid": claims["tid"], "roles": claims["roles"], "aud": claims["aud"]}
 				if d := cmp.Diff(want, got); d != "" {

@@ -5,6 +5,7 @@ package latchkeytest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -219,4 +220,23 @@ func (e *Env) APIKey(t Tenant, userID string, areas ...string) string {
 		e.T.Fatalf("create api key: %d %s", r.Status, r.Body)
 	}
 	return r.JSON()["key"].(string)
+}
+
+// UnverifiedClaims decodes a JWT's payload without verifying it, for tests
+// that inspect what a verified token says.
+func UnverifiedClaims(tb testing.TB, jwt string) map[string]any {
+	tb.Helper()
+	parts := strings.Split(jwt, ".")
+	if len(parts) != 3 {
+		tb.Fatalf("not a JWT: %q", jwt)
+	}
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		tb.Fatalf("JWT payload is not JSON: %v", err)
+	}
+	return m
 }

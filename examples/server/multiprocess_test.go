@@ -29,6 +29,7 @@ import (
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/latchkeytest"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/store/postgres"
 	"github.com/latchkey/latchkey/store/storetest"
@@ -250,22 +251,6 @@ func tokenCall(t *testing.T, base, id, secret string) (reply, string) {
 		map[string]string{"Content-Type": "application/x-www-form-urlencoded"})
 }
 
-// claimsOf decodes a JWT's payload without verifying it.
-func claimsOf(t *testing.T, jwt string) map[string]any {
-	t.Helper()
-	parts := strings.Split(jwt, ".")
-	if len(parts) != 3 {
-		t.Fatalf("not a JWT: %q", jwt)
-	}
-	b, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m map[string]any
-	json.Unmarshal(b, &m)
-	return m
-}
-
 // TestTwoProcessesOnePostgres runs two real server processes on one
 // PostgreSQL schema (started together on the empty database) and checks
 // what several processes behind a load balancer rely on: one bootstrap,
@@ -311,9 +296,9 @@ func TestTwoProcessesOnePostgres(t *testing.T) {
 		t.Fatalf("login on A: %d %s", r.status, r.raw)
 	}
 	adminJWT := r.body["jwt"].(string)
-	tenant, _ := claimsOf(t, adminJWT)["tid"].(string)
+	tenant, _ := latchkeytest.UnverifiedClaims(t, adminJWT)["tid"].(string)
 	if !identity.IsGUID(tenant) {
-		t.Fatalf("admin token has no tenant: %v", claimsOf(t, adminJWT))
+		t.Fatalf("admin token has no tenant: %v", latchkeytest.UnverifiedClaims(t, adminJWT))
 	}
 	r, _ = jsonCall(t, "POST", a.url+"/api/v1/admin/tenants/"+tenant+"/oauth-clients", adminJWT,
 		map[string]any{"name": "exporter", "scopes": []string{"audit:export"}, "role": "tenant-admin"})

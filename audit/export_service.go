@@ -185,11 +185,7 @@ func (e *Exporter) authorize(ctx context.Context, c Caller, action string) error
 // fault.Unavailable when the record cannot be written: an operation is never
 // answered without its record.
 func (e *Exporter) record(ctx context.Context, tenantID, action string, err error, meta map[string]any) error {
-	rerr := e.cfg.Sink.Record(ctx, Entry{TenantID: tenantID, Source: SourceAudit, Action: action, Err: err, Meta: meta})
-	if rerr != nil {
-		return fault.E(fault.Unavailable, "the audit log is unavailable; try again", rerr)
-	}
-	return err
+	return Outcome(ctx, e.cfg.Sink, Entry{TenantID: tenantID, Source: SourceAudit, Action: action, Err: err, Meta: meta})
 }
 
 // InstancePage is one page of a tenant's service instances.

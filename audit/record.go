@@ -10,6 +10,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"time"
+
+	"github.com/latchkey/latchkey/fault"
 )
 
 // Status values of a record.
@@ -133,4 +135,21 @@ func Actor(ctx context.Context) (actorID, clientID string) {
 	actorID, _ = ctx.Value(actorKey).(string)
 	clientID, _ = ctx.Value(clientKey).(string)
 	return actorID, clientID
+}
+
+// Outcome records e, whose Err is the action's outcome, and returns e.Err:
+// the action's own result. When the record cannot be stored it returns
+// Unavailable instead, since no action may be answered without its record.
+// Every area records its actions through it.
+func Outcome(ctx context.Context, s Sink, e Entry) error {
+	if err := s.Record(ctx, e); err != nil {
+		return Unavailable(err)
+	}
+	return e.Err
+}
+
+// Unavailable is the error of an action whose audit record cannot be
+// written (fault.Unavailable: the client may retry).
+func Unavailable(cause error) error {
+	return fault.E(fault.Unavailable, "the audit log is unavailable; try again", cause)
 }

@@ -132,11 +132,7 @@ func (s *Service) record(ctx context.Context, tenantID, action string, err error
 	if tenantID == "" {
 		return err
 	}
-	rerr := s.cfg.Audit.Record(ctx, audit.Entry{TenantID: tenantID, Source: audit.SourceEvents, Action: action, Err: err, Meta: meta})
-	if rerr != nil {
-		return fault.E(fault.Unavailable, "the audit log is unavailable; try again", rerr)
-	}
-	return err
+	return audit.Outcome(ctx, s.cfg.Audit, audit.Entry{TenantID: tenantID, Source: audit.SourceEvents, Action: action, Err: err, Meta: meta})
 }
 
 // PostExternal posts the events of body, a JSON object mapping names chosen
@@ -188,7 +184,7 @@ func (s *Service) PostExternal(ctx context.Context, by identity.Principal, body 
 		if s.builder != nil {
 			r, err := s.builder.Build(ctx, audit.Entry{TenantID: by.TenantID, Source: audit.SourceEvents, Action: ActionPost, Meta: meta})
 			if err != nil {
-				return nil, fault.E(fault.Unavailable, "the audit log is unavailable; try again", err)
+				return nil, audit.Unavailable(err)
 			}
 			rec = r
 		}

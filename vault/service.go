@@ -59,11 +59,7 @@ func (s *Service) check(ctx context.Context, p identity.Principal, action string
 }
 
 func (s *Service) record(ctx context.Context, tenantID, action string, err error, meta map[string]any) error {
-	rerr := s.cfg.Audit.Record(ctx, audit.Entry{TenantID: tenantID, Source: audit.SourcePlatform, Action: action, Err: err, Meta: meta})
-	if rerr != nil {
-		return fault.E(fault.Unavailable, "the audit log is unavailable; try again", rerr)
-	}
-	return err
+	return audit.Outcome(ctx, s.cfg.Audit, audit.Entry{TenantID: tenantID, Source: audit.SourcePlatform, Action: action, Err: err, Meta: meta})
 }
 
 // CreateKey generates a key of spec named name in the caller's tenant (see

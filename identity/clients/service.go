@@ -124,11 +124,7 @@ func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC().Truncate(time
 // record writes an audit record and returns err; a failure to record fails
 // the action, since no action may be answered without its record.
 func (s *Service) record(ctx context.Context, tenantID, action string, err error, meta map[string]any) error {
-	rerr := s.cfg.Audit.Record(ctx, audit.Entry{TenantID: tenantID, Source: audit.SourcePlatform, Action: action, Err: err, Meta: meta})
-	if rerr != nil {
-		return fault.E(fault.Unavailable, "the audit log is unavailable; try again", rerr)
-	}
-	return err
+	return audit.Outcome(ctx, s.cfg.Audit, audit.Entry{TenantID: tenantID, Source: audit.SourcePlatform, Action: action, Err: err, Meta: meta})
 }
 
 // recordRoot records a failure that names no known tenant in the root

@@ -213,36 +213,29 @@ func Generate(spec KeySpec) (material []byte, size int, err error) {
 		return nil, 0, err
 	}
 	const op = fault.Op("vault.Generate")
-	switch spec.Algorithm {
-	case AlgorithmAES:
+	if spec.Algorithm == AlgorithmAES {
 		b := make([]byte, spec.Size/8)
 		rand.Read(b) // never fails (crypto/rand, Go 1.24+)
 		return b, spec.Size, nil
-	case AlgorithmRSA:
-		k, err := rsa.GenerateKey(rand.Reader, spec.Size)
-		if err != nil {
-			return nil, 0, fault.E(op, fault.Internal, err)
-		}
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		if err != nil {
-			return nil, 0, fault.E(op, fault.Internal, err)
-		}
-		return der, spec.Size, nil
-	default: // AlgorithmEC, as Normalize allows nothing else
+	}
+	var key any
+	if spec.Algorithm == AlgorithmRSA {
+		key, err = rsa.GenerateKey(rand.Reader, spec.Size)
+	} else { // AlgorithmEC, as Normalize allows nothing else
 		c := elliptic.P256()
 		if spec.Curve == CurveP384 {
 			c = elliptic.P384()
 		}
-		k, err := ecdsa.GenerateKey(c, rand.Reader)
-		if err != nil {
-			return nil, 0, fault.E(op, fault.Internal, err)
-		}
-		der, err := x509.MarshalPKCS8PrivateKey(k)
-		if err != nil {
-			return nil, 0, fault.E(op, fault.Internal, err)
-		}
-		return der, spec.Size, nil
+		key, err = ecdsa.GenerateKey(c, rand.Reader)
 	}
+	if err != nil {
+		return nil, 0, fault.E(op, fault.Internal, err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, 0, fault.E(op, fault.Internal, err)
+	}
+	return der, spec.Size, nil
 }
 
 // NewKey generates a key of spec named name for tenant tenantID under id,

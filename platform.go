@@ -98,6 +98,11 @@ type Notifier interface {
 // the export workers of every process.
 const exportChannel = "latchkey_export_jobs"
 
+// eventsChannel is the Notifier channel on which committed event appends
+// wake the readers of the event log (events.Service.Appended) in every
+// process.
+const eventsChannel = "latchkey_events"
+
 // withLock runs fn under the store's named lock when the store is a
 // Locker, else directly (one process: the store's Conflicts suffice).
 func withLock(ctx context.Context, st Store, name string, fn func(ctx context.Context) error) error {
@@ -206,9 +211,13 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		p.Close()
 		return nil, err
 	}
-	p.Events = events.NewService(events.Config{
+	evcfg := events.Config{
 		Store: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger, Retention: cfg.EventRetention,
-	})
+	}
+	if n, ok := cfg.Store.(Notifier); ok {
+		evcfg.Notify = func(ctx context.Context) error { return n.Notify(ctx, eventsChannel) }
+	}
+	p.Events = events.NewService(evcfg)
 	return p, nil
 }
 
@@ -274,6 +283,12 @@ func (p *Platform) Run(ctx context.Context) error {
 		go func() {
 			for range wake {
 				p.Exports.Poke()
+			}
+		}()
+		appended := n.Listen(ctx, eventsChannel)
+		go func() {
+			for range appended {
+				p.Events.Poke()
 			}
 		}()
 	}

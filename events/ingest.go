@@ -37,6 +37,9 @@ type ingester struct {
 	store   Store
 	audited AuditedAppender // nil when the store cannot append both at once
 	log     *slog.Logger
+	// committed, when set, is called with the events of each committed
+	// batch before its callers are answered.
+	committed func([]*Event)
 
 	queue    chan *appendReq
 	stop     chan struct{}
@@ -58,9 +61,9 @@ type appendReq struct {
 	done chan error
 }
 
-func newIngester(store Store, log *slog.Logger) *ingester {
+func newIngester(store Store, log *slog.Logger, committed func([]*Event)) *ingester {
 	in := &ingester{
-		store: store, log: log,
+		store: store, log: log, committed: committed,
 		queue:   make(chan *appendReq, 1024),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -178,6 +181,9 @@ func (in *ingester) flush(batch []*appendReq) {
 		in.batches.Add(1)
 		in.requests.Add(int64(len(batch)))
 		in.events.Add(int64(len(evs)))
+		if in.committed != nil {
+			in.committed(evs)
+		}
 	}
 	for _, r := range batch {
 		r.done <- err

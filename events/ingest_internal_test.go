@@ -53,7 +53,7 @@ func waitQueued(t *testing.T, in *ingester, n int) {
 // batch is stored.
 func TestIngesterGroupCommitsWithRecords(t *testing.T) {
 	st := &gatedStore{gate: make(chan struct{}), entered: make(chan int, 2)}
-	in := newIngester(st, nil)
+	in := newIngester(st, nil, nil)
 	defer in.close()
 	if in.audited == nil {
 		t.Fatal("an AuditedAppender store must be used as one")
@@ -104,7 +104,7 @@ func TestIngesterReportsStoreFailure(t *testing.T) {
 	gate := make(chan struct{})
 	close(gate)
 	st := &gatedStore{gate: gate, entered: make(chan int, 100), fail: boom}
-	in := newIngester(st, nil)
+	in := newIngester(st, nil, nil)
 	defer in.close()
 	err := in.append(context.Background(), []*Event{{TenantID: "t"}}, &audit.Record{TenantID: "t"})
 	if !errors.Is(err, boom) {

@@ -71,6 +71,12 @@ type Config struct {
 	// CleanupEvery is the period of the retention clean-up in Run;
 	// default DefaultCleanupEvery.
 	CleanupEvery time.Duration
+	// Notify, when set, is called after appends are committed, to wake
+	// readers in other processes sharing the store (the Platform sets it
+	// when the store is a latchkey.Notifier; they then call Poke). Calls
+	// never overlap, and the appends committed while one runs share the
+	// next.
+	Notify func(ctx context.Context) error
 }
 
 // Service is the events area: posting external events, emitting native
@@ -89,6 +95,10 @@ type Service struct {
 	log     *slog.Logger
 	in      *ingester
 	builder audit.Builder // nil unless records can share the events' transaction
+
+	wake       waiters
+	notifyReq  chan struct{} // buffer of one: a cross-process signal is wanted
+	notifyDone chan struct{}
 }
 
 // NewService returns a Service and starts its ingester; Close stops it.
@@ -102,7 +112,13 @@ func NewService(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, in: newIngester(cfg.Store, cfg.Logger)}
+	s := &Service{cfg: cfg, log: cfg.Logger}
+	s.in = newIngester(cfg.Store, cfg.Logger, s.committed)
+	if cfg.Notify != nil {
+		s.notifyReq = make(chan struct{}, 1)
+		s.notifyDone = make(chan struct{})
+		go s.notifyLoop()
+	}
 	if b, ok := cfg.Audit.(audit.Builder); ok && s.in.audited != nil {
 		s.builder = b
 	}
@@ -114,7 +130,13 @@ func (s *Service) IngestStats() IngestStats { return s.in.stats() }
 
 // Close stops the ingester after appending what is already queued; later
 // posts fail with fault.Unavailable.
-func (s *Service) Close() { s.in.close() }
+func (s *Service) Close() {
+	s.in.close()
+	if s.notifyReq != nil {
+		close(s.notifyReq)
+		<-s.notifyDone
+	}
+}
 
 // PostResult is the outcome of one posted event.
 type PostResult struct {

@@ -47,3 +47,44 @@ func (s *Server) oauthToken(st style, scope string) routeOpts {
 		return p, nil
 	}}
 }
+
+// API key messages of area C's error table, used by every API key route.
+const (
+	msgNoAPIKey      = "No API key found in request."
+	msgBadAPIKey     = "Invalid authentication credentials."
+	msgAPIKeyTenant  = "You do not have permission to access this tenant."
+	apiKeyHeaderName = "apikey"
+)
+
+// apiKey authenticates an API key that may call area (identity.AreaAuthenticator
+// or identity.AreaProvisioning). The key is read from the `apikey` header,
+// else from Authorization with or without the Bearer scheme (API.md: area C
+// accepts both headers, area G the bare or Bearer Authorization). A missing
+// key, an unknown or revoked one and one without the area are all
+// fault.Unauthenticated with area C's messages: the spec answers 401 for a
+// key without access. Handlers still check that the key's tenant is the
+// tenant the path names (msgAPIKeyTenant).
+func (s *Server) apiKey(st style, area string) routeOpts {
+	return routeOpts{style: st, name: "apikey:" + area, auth: func(r *http.Request) (identity.Principal, error) {
+		key := strings.TrimSpace(r.Header.Get(apiKeyHeaderName))
+		if key == "" {
+			key = strings.TrimSpace(r.Header.Get("Authorization"))
+			if scheme, rest, ok := strings.Cut(key, " "); ok && strings.EqualFold(scheme, "Bearer") {
+				key = strings.TrimSpace(rest)
+			}
+		}
+		if key == "" {
+			return identity.Principal{}, fault.E(fault.Unauthenticated, msgNoAPIKey)
+		}
+		p, err := s.p.Identity.AuthenticateAPIKey(r.Context(), key)
+		if fault.Is(fault.Unauthenticated, err) {
+			return p, fault.E(fault.Unauthenticated, msgBadAPIKey, err)
+		} else if err != nil {
+			return p, err
+		}
+		if !p.HasArea(area) {
+			return identity.Principal{}, fault.E(fault.Unauthenticated, msgAPIKeyTenant)
+		}
+		return p, nil
+	}}
+}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -133,6 +134,9 @@ func dayAround(e *latchkeytest.Env) map[string]any {
 	return map[string]any{"from": latchkeytest.Start.Add(-time.Hour).Format(time.RFC3339), "to": e.Clock.Now().Add(time.Hour).Format(time.RFC3339)}
 }
 
+// specTime is the spec's record time: six fractional digits, then " UTC".
+var specTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6} UTC$`)
+
 func TestAuditExportEndToEnd(t *testing.T) {
 	e := newExportEnv(t)
 	r := e.Do("POST", exportsPath, dayAround(e.Env), bearer(e.token))
@@ -164,8 +168,8 @@ func TestAuditExportEndToEnd(t *testing.T) {
 		if rec["tenantID"] != e.tenant.ID {
 			t.Errorf("record of another tenant: %v", rec)
 		}
-		if _, err := time.Parse(audit.TimeFormat, rec["time"].(string)); err != nil || len(rec["time"].(string)) != len(audit.TimeFormat) {
-			t.Errorf("time %q is not YYYY-MM-DD hh:mm:ss.micro", rec["time"])
+		if !specTime.MatchString(rec["time"].(string)) {
+			t.Errorf("time %q is not YYYY-MM-DD hh:mm:ss.ffffff UTC", rec["time"])
 		}
 		meta, _ := rec["meta"].(map[string]any)
 		if rec["status"] == audit.StatusFailed && (meta == nil || meta["errorMessage"] == "" || meta["errorMessage"] == nil) {

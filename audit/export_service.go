@@ -247,7 +247,12 @@ func (e *Exporter) StartExport(ctx context.Context, c Caller, body []byte) (Expo
 	if err != nil {
 		return ExportJob{}, e.record(ctx, c.TenantID, action, err, nil)
 	}
-	job := ExportJob{ID: ids.NewGUID(), TenantID: c.TenantID, Request: req, State: JobActive, StartedAt: now}
+	trace := TraceID(ctx)
+	if trace == "" {
+		trace = NewTraceID()
+		ctx = WithTraceID(ctx, trace)
+	}
+	job := ExportJob{ID: ids.NewGUID(), TenantID: c.TenantID, Request: req, State: JobActive, StartedAt: now, TraceID: trace}
 	if err := e.cfg.Store.CreateExportJob(ctx, job); err != nil {
 		return ExportJob{}, e.record(ctx, c.TenantID, action, err, requestMeta(job.ID, req))
 	}
@@ -435,6 +440,11 @@ func (e *Exporter) RunPending(ctx context.Context) (int, error) {
 // runJob runs one claimed job and reports whether it reached a final state.
 func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 	ctx = WithActor(ctx, "system:"+e.cfg.Owner, "")
+	trace := job.TraceID
+	if trace == "" { // a job stored before jobs kept their trace id
+		trace = NewTraceID()
+	}
+	ctx = WithTraceID(ctx, trace)
 	meta := requestMeta(job.ID, job.Request)
 	meta["attempt"] = job.Attempts
 	if job.Attempts > MaxExportAttempts {
@@ -447,7 +457,7 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 	defer wg.Wait()
 	wg.Go(func() { e.keepLease(workCtx, cancel, job) })
 
-	e.log.Info("audit: export started", "job", job.ID, "tenant", job.TenantID, "attempt", job.Attempts)
+	e.log.Info("audit: export started", "job", job.ID, "tenant", job.TenantID, "attempt", job.Attempts, "trace", trace)
 	started := time.Now() // wall time for the log, not a business time
 	res, err := e.writeArchive(workCtx, job)
 	cancel()
@@ -564,6 +574,7 @@ func (e *Exporter) writeArchive(ctx context.Context, job ExportJob) (ExportResul
 // export.archive.delete in each tenant. It returns how many it removed.
 func (e *Exporter) CleanupExpired(ctx context.Context) (int, error) {
 	ctx = WithActor(ctx, "system:"+e.cfg.Owner, "")
+	ctx = WithTraceID(ctx, NewTraceID()) // one trace per clean-up pass
 	n := 0
 	for {
 		jobs, err := e.cfg.Store.ListExpiredArchives(ctx, e.now(), 100)

@@ -7,7 +7,9 @@ package audit
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 
@@ -127,6 +129,15 @@ func WithTraceID(ctx context.Context, id string) context.Context {
 func TraceID(ctx context.Context) string {
 	s, _ := ctx.Value(traceKey).(string)
 	return s
+}
+
+// NewTraceID returns a fresh trace id: 32 lower-case hex digits, the form
+// of a W3C traceparent trace id. Background work that no request started
+// runs under one, so that every record carries a trace id.
+func NewTraceID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // WithActor returns a context naming the user (or client) acting.

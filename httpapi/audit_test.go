@@ -713,3 +713,44 @@ func FuzzAuditExportRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestAuditExportTraceIDs checks that every exported record has a trace
+// id, also those that background work wrote: a finished export job's
+// export.complete carries the trace id of the request that started the job,
+// and the archive clean-up's export.archive.delete a fresh one.
+func TestAuditExportTraceIDs(t *testing.T) {
+	e := newExportEnv(t)
+	clientID, secret := e.OAuthClient(e.tenant, identity.RoleTenantAdmin, identity.ScopeAuditExport)
+	r := e.Do("POST", exportsPath, dayAround(e.Env), bearer(e.token))
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("start export: %d %s", r.Status, r.Body)
+	}
+	first, startTrace := r.JSON()["jobId"].(string), r.Header.Get("X-Trace-Id")
+	if startTrace == "" {
+		t.Fatal("no X-Trace-Id on the start request")
+	}
+	e.download(t, first)
+	e.Clock.Advance(audit.ArchiveTTL + time.Second)
+	if n, err := e.Platform.Exports.CleanupExpired(t.Context()); err != nil || n != 1 {
+		t.Fatalf("CleanupExpired = %d, %v; want 1", n, err)
+	}
+	e.token = e.AccessToken(clientID, secret) // the first token expired
+	_, archive := e.download(t, e.start(t, dayAround(e.Env)))
+	recs := readLogs(t, archive)
+	byAction := map[string][]string{}
+	for _, rec := range recs {
+		trace, _ := rec["traceID"].(string)
+		if trace == "" {
+			t.Errorf("record without traceID: %v", rec)
+		}
+		if meta, _ := rec["meta"].(map[string]any); meta["jobId"] == first {
+			byAction[rec["action"].(string)] = append(byAction[rec["action"].(string)], trace)
+		}
+	}
+	if got := byAction["export.complete"]; len(got) != 1 || got[0] != startTrace {
+		t.Errorf("export.complete trace ids %v, want [%s] (the starting request's)", got, startTrace)
+	}
+	if got := byAction["export.archive.delete"]; len(got) != 1 || got[0] == startTrace {
+		t.Errorf("export.archive.delete trace ids %v, want one fresh id", got)
+	}
+}

@@ -79,8 +79,9 @@ type ExporterConfig struct {
 	// (seal.Sealer.SubKey("audit-url")); the same in every process.
 	URLKey []byte
 	// ArchiveDir holds the archives, their integrity files and the files
-	// being written; it is created if missing. Several processes may share it (it is then a
-	// shared volume); the store's leases keep them from writing the same job.
+	// being written; it is created if missing. Several processes may share
+	// it (it is then a shared volume); the store's leases keep them from
+	// writing the same job.
 	ArchiveDir string
 	// Owner names this process's worker in leases; default random.
 	Owner string

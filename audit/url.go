@@ -18,8 +18,9 @@ import (
 const URLValidity = 24 * time.Hour
 
 // URLSigner makes and checks the signed URLs an archive and its integrity
-// file are downloaded from without a bearer token. The URL carries the tenant, the expiry (Unix
-// seconds) and an HMAC-SHA256 over job id, tenant and expiry; the HMAC key
+// file are downloaded from without a bearer token. The URL carries the
+// tenant, the expiry (Unix seconds) and an HMAC-SHA256 over a label naming
+// the file, job id, tenant and expiry; the HMAC key
 // is a sub-key of the master key (seal.Sealer.SubKey("audit-url")), so every
 // server process behind a load balancer checks the URLs of the others, and
 // rotating the master key revokes them all.

@@ -85,7 +85,8 @@ type Builder interface {
 
 var _ Builder = (*Recorder)(nil)
 
-// Record builds the record for e (trace id and actor from ctx, time from the
+// Record builds the record for e (trace id and actor from ctx, a fresh trace
+// id when ctx has none, time from the
 // clock, resource id from the tenant's service instance) and waits until it
 // is stored.
 func (r *Recorder) Record(ctx context.Context, e Entry) error {
@@ -111,8 +112,8 @@ func (r *Recorder) Record(ctx context.Context, e Entry) error {
 	return <-p.done
 }
 
-// Build implements Builder: the record for e with its trace id and actor
-// from ctx, time from the clock and resource id from the tenant's service
+// Build implements Builder: the record for e with its trace id (a fresh
+// one when ctx has none) and actor from ctx, time from the clock and resource id from the tenant's service
 // instance; Seq and the hashes are left to the store.
 func (r *Recorder) Build(ctx context.Context, e Entry) (*Record, error) {
 	if e.TenantID == "" || e.Source == "" || e.Action == "" {
@@ -144,8 +145,15 @@ func (r *Recorder) Build(ctx context.Context, e Entry) (*Record, error) {
 		}
 		meta["errorMessage"] = msg
 	}
+	// Every record carries a trace id (the spec's traceID, quoted to
+	// support): work that no request started, and that did not pass on the
+	// id of the request that did, gets a fresh one.
+	trace := TraceID(ctx)
+	if trace == "" {
+		trace = NewTraceID()
+	}
 	return &Record{
-		Time: r.clock.Now().UTC().Truncate(time.Microsecond), TenantID: e.TenantID, TraceID: TraceID(ctx),
+		Time: r.clock.Now().UTC().Truncate(time.Microsecond), TenantID: e.TenantID, TraceID: trace,
 		Source: e.Source, ResourceID: resID, ActorID: actor, Action: e.Action, Status: status, Meta: meta,
 	}, nil
 }

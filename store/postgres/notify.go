@@ -1,0 +1,155 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/notify"
+)
+
+var _ notify.Store = (*Store)(nil)
+
+const (
+	subCols   = `tenant_id, id, client_id, event_type_ids, subscribed_by, created_at, page_size, cursor, pages, last_request`
+	subSelect = `SELECT ` + subCols + ` FROM notify_subscriptions WHERE tenant_id = $1 AND id = $2`
+	// subLock locks the subscription's row for the rest of the
+	// transaction: concurrent retrievals of one subscription, in any
+	// process, run one after the other, each reading the cursor the
+	// previous one committed (READ COMMITTED re-reads a row it waited for).
+	subLock     = subSelect + ` FOR UPDATE`
+	subAdvance  = `UPDATE notify_subscriptions SET cursor = $3, pages = pages + 1, last_request = $4 WHERE tenant_id = $1 AND id = $2`
+	eventHeadOf = `SELECT seq FROM event_heads WHERE tenant_id = $1`
+	// notifyPage reads up to $6 events of the types $2 after the cursor
+	// $3 up to the head $4: one walk of events_by_type (tenant_id,
+	// type_id, seq) per type, each stopped at $6 rows, merged. A page
+	// costs at most $6 rows per type however long the backlog, where
+	// type_id = ANY(...) ORDER BY seq could sort the whole backlog.
+	notifyPage = `SELECT ` + eventColumns + ` FROM unnest($2::text[]) AS t(type_id)
+		CROSS JOIN LATERAL (
+			SELECT * FROM events x
+			WHERE x.tenant_id = $1 AND x.type_id = t.type_id AND x.seq > $3 AND x.seq <= $4 AND x.received_at >= $5
+			ORDER BY x.seq LIMIT $6
+		) e
+		ORDER BY e.seq LIMIT $6`
+	notifyCount = `SELECT count(*) FROM (SELECT 1 FROM events
+		WHERE tenant_id = $1 AND type_id = ANY($2) AND seq > $3 AND received_at >= $4 LIMIT $5) c`
+)
+
+func scanSub(row pgx.Row) (notify.Subscription, error) {
+	var (
+		sub  notify.Subscription
+		last *time.Time
+	)
+	if err := row.Scan(&sub.TenantID, &sub.ID, &sub.ClientID, &sub.EventTypeIDs, &sub.SubscribedBy, &sub.Created, &sub.PageSize, &sub.Cursor, &sub.Pages, &last); err != nil {
+		return sub, err
+	}
+	sub.Created = sub.Created.UTC()
+	if last != nil {
+		sub.LastRequest = last.UTC()
+	}
+	return sub, nil
+}
+
+// CreateSubscription implements notify.Store. The cursor is the head
+// committed when the insert runs; an append committing later has larger
+// sequence numbers (appends number events under the head row's lock and
+// commit before releasing it), so the subscription sees it.
+func (s *Store) CreateSubscription(ctx context.Context, sub *notify.Subscription) error {
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		var head int64
+		if err := tx.QueryRow(ctx, eventHeadOf, sub.TenantID).Scan(&head); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO notify_subscriptions (`+subCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, NULL)`,
+			sub.TenantID, sub.ID, sub.ClientID, sub.EventTypeIDs, sub.SubscribedBy, sub.Created, sub.PageSize, head)
+		if err != nil {
+			return err
+		}
+		sub.Cursor = head
+		return nil
+	})
+}
+
+// GetSubscription implements notify.Store.
+func (s *Store) GetSubscription(ctx context.Context, tenantID, id string) (notify.Subscription, error) {
+	sub, err := scanSub(s.pool.QueryRow(ctx, subSelect, tenantID, id))
+	return sub, notFound(err, "subscription")
+}
+
+// DeleteSubscription implements notify.Store.
+func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id string) error {
+	tag, err := s.pool.Exec(ctx, `DELETE FROM notify_subscriptions WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	if err != nil {
+		return mapErr(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return fault.E(fault.NotFound, "subscription not found")
+	}
+	return nil
+}
+
+// ConsumeNotifications implements notify.Store: it locks the
+// subscription's row, reads the head (every event up to it is committed:
+// an append advances the head in the transaction of its events), reads
+// the page and advances the cursor, then commits.
+func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time) (notify.Subscription, []events.Event, error) {
+	var (
+		sub notify.Subscription
+		out []events.Event
+	)
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		var err error
+		out = nil
+		if sub, err = scanSub(tx.QueryRow(ctx, subLock, tenantID, id)); err != nil {
+			return notFound(err, "subscription")
+		}
+		if sub.ClientID != clientID {
+			return fault.E(fault.Forbidden, "the client is not the subscription's client")
+		}
+		var head int64
+		if err := tx.QueryRow(ctx, eventHeadOf, tenantID).Scan(&head); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return err
+		}
+		cursor := head
+		if head > sub.Cursor && len(sub.EventTypeIDs) > 0 {
+			rows, err := tx.Query(ctx, notifyPage, tenantID, sub.EventTypeIDs, sub.Cursor, head, notBefore, sub.PageSize)
+			if err != nil {
+				return err
+			}
+			if out, err = collectEvents(rows); err != nil {
+				return err
+			}
+			if len(out) == sub.PageSize {
+				cursor = out[len(out)-1].Seq
+			}
+		}
+		cursor = max(cursor, sub.Cursor)
+		if _, err := tx.Exec(ctx, subAdvance, tenantID, id, cursor, now); err != nil {
+			return err
+		}
+		sub.Cursor, sub.Pages, sub.LastRequest = cursor, sub.Pages+1, now
+		return nil
+	})
+	if err != nil {
+		return notify.Subscription{}, nil, err
+	}
+	return sub, out, nil
+}
+
+// CountNotifications implements notify.Store: per type, a range walk of
+// events_by_type, stopped at limit rows in all.
+func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription, notBefore time.Time, limit int) (int, error) {
+	if len(sub.EventTypeIDs) == 0 || limit <= 0 {
+		return 0, nil
+	}
+	var n int
+	if err := s.pool.QueryRow(ctx, notifyCount, sub.TenantID, sub.EventTypeIDs, sub.Cursor, notBefore, limit).Scan(&n); err != nil {
+		return 0, mapErr(err)
+	}
+	return n, nil
+}

@@ -160,7 +160,7 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	seen := make(map[string]bool, len(req.EventTypeIDs))
 	for _, t := range req.EventTypeIDs {
 		if !validTypeID(t) {
-			return req, fault.E(fault.Invalid, fault.Field("event_type_ids"), fmt.Sprintf("%q is not an event type id (three digits, or an integer of %d or more)", t, events.MinExternalTypeID))
+			return req, fault.E(fault.Invalid, fault.Field("event_type_ids"), fmt.Sprintf("event_type_ids holds %q, which is not an event type id (three digits, or an integer of %d or more)", t, events.MinExternalTypeID))
 		}
 		if seen[t] {
 			return req, fault.E(fault.Invalid, fault.Field("event_type_ids"), fmt.Sprintf("event_type_ids must be unique: %q is given twice", t))

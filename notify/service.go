@@ -344,9 +344,18 @@ func (s *Service) notBefore(ctx context.Context, tenantID string) (time.Time, er
 // matching events (woken by the Waker, so without spinning), then consumes
 // once: a retrieval that waited counts as one. It may still return an
 // empty page when another poller took the events first.
+//
+// The audit record of a successful retrieval is written in the
+// retrieval's transaction when the Audit sink is an audit.Builder (the
+// platform's is): one commit makes both durable, and a crash between the
+// commit and the answer, the only moment a page can be lost (see
+// docs/notifications.md), is as short as it can be.
 func (s *Service) Retrieve(ctx context.Context, by identity.Principal, id string, wait time.Duration) (Page, error) {
 	meta := map[string]any{"subscription_id": id}
-	p, err := s.retrieve(ctx, by, id, wait)
+	p, recorded, err := s.retrieve(ctx, by, id, wait, meta)
+	if recorded {
+		return p, nil
+	}
 	if err == nil {
 		meta["results"] = len(p.Results)
 		meta["page"] = p.Page
@@ -354,39 +363,47 @@ func (s *Service) Retrieve(ctx context.Context, by identity.Principal, id string
 	return p, s.record(ctx, by.TenantID, ActionRetrieve, err, meta)
 }
 
-func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string, wait time.Duration) (Page, error) {
+// retrieve does Retrieve; recorded reports that its audit record was
+// stored with it.
+func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string, wait time.Duration, meta map[string]any) (p Page, recorded bool, err error) {
 	if err := needScope(by, identity.ScopeNotificationConsumer); err != nil {
-		return Page{}, err
+		return Page{}, false, err
 	}
 	if err := checkID("id", id); err != nil {
-		return Page{}, err
+		return Page{}, false, err
 	}
 	if wait < 0 || wait > MaxWait {
-		return Page{}, fault.E(fault.Invalid, fault.Field("wait"), fmt.Sprintf("wait must be from 0 to %d seconds", int(MaxWait/time.Second)))
+		return Page{}, false, fault.E(fault.Invalid, fault.Field("wait"), fmt.Sprintf("wait must be from 0 to %d seconds", int(MaxWait/time.Second)))
 	}
 	if wait > 0 && s.cfg.Waker != nil {
 		if err := s.await(ctx, by, id, wait); err != nil {
-			return Page{}, err
+			return Page{}, false, err
 		}
 	}
 	notBefore, err := s.notBefore(ctx, by.TenantID)
 	if err != nil {
-		return Page{}, err
+		return Page{}, false, err
 	}
-	sub, evs, err := s.cfg.Store.ConsumeNotifications(ctx, by.TenantID, id, by.ClientID, notBefore, s.now())
+	var rec *audit.Record
+	if b, ok := s.cfg.Audit.(audit.Builder); ok && by.TenantID != "" {
+		if rec, err = b.Build(ctx, audit.Entry{TenantID: by.TenantID, Source: audit.SourceNotification, Action: ActionRetrieve, Meta: meta}); err != nil {
+			return Page{}, false, audit.Unavailable(err)
+		}
+	}
+	sub, evs, err := s.cfg.Store.ConsumeNotifications(ctx, by.TenantID, id, by.ClientID, notBefore, s.now(), rec)
 	if err != nil {
-		return Page{}, notFound(err)
+		return Page{}, false, notFound(err)
 	}
 	if evs == nil {
 		evs = []events.Event{}
 	}
-	return Page{Page: sub.Pages, Results: evs}, nil
+	return Page{Page: sub.Pages, Results: evs}, rec != nil, nil
 }
 
 // await returns once the subscription has a notification, wait has passed
-// on the clock (fault.Unavailable when ctx ends first). It reads the subscription without consuming; the wake-up
-// channel is taken before each look, so an append between the look and
-// the wait is not missed.
+// on the clock (fault.Unavailable when ctx ends first). It reads the
+// subscription without consuming; the wake-up channel is taken before
+// each look, so an append between the look and the wait is not missed.
 func (s *Service) await(ctx context.Context, by identity.Principal, id string, wait time.Duration) error {
 	timer := s.cfg.Clock.NewTimer(wait)
 	defer timer.Stop()

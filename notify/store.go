@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 )
 
@@ -52,11 +53,16 @@ type Store interface {
 	// oldest first, and advances the cursor past them — to the last one
 	// returned when the page is full, else to the log's head (every event
 	// up to it has been looked at). It also increments Pages and sets
-	// LastRequest to now. It returns the subscription as updated and the
-	// events. fault.NotFound when the tenant has no such subscription;
-	// fault.Forbidden, changing nothing, when clientID is not the
-	// subscription's ClientID.
-	ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time) (Subscription, []events.Event, error)
+	// LastRequest to now. When rec is not nil it is the audit record of
+	// the retrieval: the store sets its Meta "results" (the number of
+	// events) and "page" (the new Pages) and appends it, with
+	// audit.LogStore.AppendAuditRecords' rules, in the same transaction, so
+	// that a retrieval and its record are durable together with one
+	// commit. It returns the subscription as updated and the events.
+	// fault.NotFound when the tenant has no such subscription;
+	// fault.Forbidden when clientID is not the subscription's ClientID;
+	// on any error nothing is changed and rec is not stored.
+	ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (Subscription, []events.Event, error)
 
 	// CountNotifications counts the events sub would still return: of its
 	// types, Seq > sub.Cursor and ReceivedAt >= notBefore, counted up to

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/notify"
@@ -63,7 +64,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id string) err
 }
 
 // ConsumeNotifications implements notify.Store under the store's one lock.
-func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time) (notify.Subscription, []events.Event, error) {
+func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, []events.Event, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := subKey{tenantID, id}
@@ -93,6 +94,10 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 	sub.Pages++
 	sub.LastRequest = now
 	s.subs[k] = sub
+	if rec != nil {
+		setRetrievalMeta(rec, sub, len(out))
+		s.appendAuditLocked([]*audit.Record{rec})
+	}
 	return cloneSub(sub), out, nil
 }
 
@@ -113,4 +118,13 @@ func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription,
 		}
 	}
 	return n, nil
+}
+
+// setRetrievalMeta completes the audit record of a retrieval.
+func setRetrievalMeta(rec *audit.Record, sub notify.Subscription, results int) {
+	if rec.Meta == nil {
+		rec.Meta = map[string]any{}
+	}
+	rec.Meta["results"] = results
+	rec.Meta["page"] = sub.Pages
 }

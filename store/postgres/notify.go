@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/notify"
@@ -97,7 +98,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id string) err
 // subscription's row, reads the head (every event up to it is committed:
 // an append advances the head in the transaction of its events), reads
 // the page and advances the cursor, then commits.
-func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time) (notify.Subscription, []events.Event, error) {
+func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, []events.Event, error) {
 	var (
 		sub notify.Subscription
 		out []events.Event
@@ -133,7 +134,25 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 			return err
 		}
 		sub.Cursor, sub.Pages, sub.LastRequest = cursor, sub.Pages+1, now
-		return nil
+		if rec == nil {
+			return nil
+		}
+		// The audit record goes in this transaction, after the
+		// subscription's lock: an audit append locks only the chain
+		// head, so no two transactions take these locks in opposite order.
+		setRetrievalMeta(rec, sub, len(out))
+		a, err := newAuditAppend([]*audit.Record{rec})
+		if err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		a.lock(b)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		b = &pgx.Batch{}
+		a.write(b)
+		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
 		return notify.Subscription{}, nil, err
@@ -152,4 +171,13 @@ func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription,
 		return 0, mapErr(err)
 	}
 	return n, nil
+}
+
+// setRetrievalMeta completes the audit record of a retrieval.
+func setRetrievalMeta(rec *audit.Record, sub notify.Subscription, results int) {
+	if rec.Meta == nil {
+		rec.Meta = map[string]any{}
+	}
+	rec.Meta["results"] = results
+	rec.Meta["page"] = sub.Pages
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/notify"
@@ -104,7 +105,7 @@ func pageQuery(types int) string {
 // ConsumeNotifications implements notify.Store in one write transaction:
 // SQLite has one writer, so retrievals of a subscription (and appends)
 // are serialised.
-func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time) (notify.Subscription, []events.Event, error) {
+func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, []events.Event, error) {
 	var (
 		sub notify.Subscription
 		out []events.Event
@@ -155,6 +156,10 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 			return err
 		}
 		sub.Cursor, sub.Pages, sub.LastRequest = cursor, sub.Pages+1, now
+		if rec != nil {
+			setRetrievalMeta(rec, sub, len(out))
+			return s.appendAudit(ctx, tx, []*audit.Record{rec})
+		}
 		return nil
 	})
 	if err != nil {
@@ -181,4 +186,13 @@ func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription,
 		return 0, mapErr(err)
 	}
 	return n, nil
+}
+
+// setRetrievalMeta completes the audit record of a retrieval.
+func setRetrievalMeta(rec *audit.Record, sub notify.Subscription, results int) {
+	if rec.Meta == nil {
+		rec.Meta = map[string]any{}
+	}
+	rec.Meta["results"] = results
+	rec.Meta["page"] = sub.Pages
 }

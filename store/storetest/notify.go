@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
@@ -35,7 +37,7 @@ func appendTyped(t *testing.T, ctx context.Context, s Store, tenant string, from
 
 func mustConsume(t *testing.T, ctx context.Context, s Store, tenant, id, client string, notBefore time.Time) (notify.Subscription, []int64) {
 	t.Helper()
-	sub, evs, err := s.ConsumeNotifications(ctx, tenant, id, client, notBefore, Epoch.Add(time.Hour))
+	sub, evs, err := s.ConsumeNotifications(ctx, tenant, id, client, notBefore, Epoch.Add(time.Hour), nil)
 	if err != nil {
 		t.Fatalf("ConsumeNotifications: %v", err)
 	}
@@ -75,7 +77,7 @@ var notifyTests = []test{
 		if err := s.DeleteSubscription(ctx, other, "sub-1"); fault.KindOf(err) != fault.NotFound {
 			t.Errorf("another tenant's delete: %v, want NotFound", err)
 		}
-		if _, _, err := s.ConsumeNotifications(ctx, other, "sub-1", "client.a", time.Time{}, Epoch); fault.KindOf(err) != fault.NotFound {
+		if _, _, err := s.ConsumeNotifications(ctx, other, "sub-1", "client.a", time.Time{}, Epoch, nil); fault.KindOf(err) != fault.NotFound {
 			t.Errorf("another tenant's retrieval: %v, want NotFound", err)
 		}
 		if err := s.DeleteSubscription(ctx, tenant, "sub-1"); err != nil {
@@ -136,7 +138,7 @@ var notifyTests = []test{
 			t.Fatal(err)
 		}
 		appendTyped(t, ctx, s, tenant, 1, "10001")
-		if _, _, err := s.ConsumeNotifications(ctx, tenant, "s", "intruder", time.Time{}, Epoch); fault.KindOf(err) != fault.Forbidden {
+		if _, _, err := s.ConsumeNotifications(ctx, tenant, "s", "intruder", time.Time{}, Epoch, nil); fault.KindOf(err) != fault.Forbidden {
 			t.Fatalf("another client: %v, want Forbidden", err)
 		}
 		sub, got := mustConsume(t, ctx, s, tenant, "s", "c", time.Time{})
@@ -163,6 +165,49 @@ var notifyTests = []test{
 			t.Errorf("page (-want +got):\n%s", diff)
 		}
 	}},
+}
+
+func init() {
+	notifyTests = append(notifyTests, test{"NotifyConsumeAppendsItsAuditRecord", func(t *testing.T, ctx context.Context, s Store) {
+		tenant := identity.NewGUID()
+		if err := s.CreateSubscription(ctx, newSub(tenant, "s", "c", "10001")); err != nil {
+			t.Fatal(err)
+		}
+		appendTyped(t, ctx, s, tenant, 1, "10001", "10001", "10001")
+		rec := func() *audit.Record {
+			return &audit.Record{Time: Epoch, TenantID: tenant, Source: audit.SourceNotification, Action: "notification.retrieve", Status: audit.StatusSuccess, Meta: map[string]any{"subscription_id": "s"}}
+		}
+		if _, _, err := s.ConsumeNotifications(ctx, tenant, "s", "intruder", time.Time{}, Epoch, rec()); fault.KindOf(err) != fault.Forbidden {
+			t.Fatalf("another client: %v", err)
+		}
+		if _, _, err := s.ConsumeNotifications(ctx, tenant, "s", "c", time.Time{}, Epoch, rec()); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := s.ListAuditRecords(ctx, tenant, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(recs) != 1 {
+			t.Fatalf("%d audit records, want the one of the successful retrieval", len(recs))
+		}
+		want := map[string]any{"subscription_id": "s", "results": 2.0, "page": 1.0}
+		got := map[string]any{}
+		for k, v := range recs[0].Meta {
+			switch n := v.(type) { // stores may decode numbers as float64 or json.Number
+			case json.Number:
+				got[k], _ = n.Float64()
+			case int:
+				got[k] = float64(n)
+			case int64:
+				got[k] = float64(n)
+			default:
+				got[k] = v
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" || recs[0].Seq != 1 {
+			t.Errorf("record seq %d meta (-want +got):\n%s", recs[0].Seq, diff)
+		}
+	}})
 }
 
 var notifyConcurrencyTests = []test{
@@ -202,7 +247,7 @@ var notifyConcurrencyTests = []test{
 						finished = true
 					default:
 					}
-					_, evs, err := s.ConsumeNotifications(ctx, tenant, "s", "c", time.Time{}, Epoch)
+					_, evs, err := s.ConsumeNotifications(ctx, tenant, "s", "c", time.Time{}, Epoch, nil)
 					if err != nil {
 						if fault.KindOf(err) == fault.Unavailable {
 							continue

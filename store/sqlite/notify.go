@@ -25,7 +25,7 @@ const (
 )
 
 func init() {
-	warmQueries = append(warmQueries, subSelect, subAdvance)
+	warmQueries = append(warmQueries, subSelect, subAdvance, onePage, pageRows)
 }
 
 func scanSub(r rowScanner) (notify.Subscription, error) {
@@ -86,20 +86,108 @@ func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id string) err
 	return nil
 }
 
-// pageQuery reads up to limit events of the given types after a cursor,
-// up to a head, oldest first. Each type walks its own stretch of
-// events_by_type (tenant_id, type_id, seq) for at most limit rows, and the
-// walks are merged: a page costs at most limit rows per type however long
-// the backlog, where one IN over the index would have to sort the whole
-// backlog and a walk of the primary key could pass over every event of
-// other types. Args: for each type, tenant, type, after, head, notBefore,
-// limit; then limit.
-func pageQuery(types int) string {
-	one := `SELECT * FROM (SELECT ` + eventCols + ` FROM events e WHERE e.tenant_id = ? AND e.type_id = ? AND e.seq > ? AND e.seq <= ? AND e.received_at >= ? ORDER BY e.seq LIMIT ?)`
-	if types == 1 {
-		return one
+// Reading a page. For one type, one walk of events_by_type (tenant_id,
+// type_id, seq) from the cursor reads the page (onePage). For several,
+// one IN over that index would have to sort the whole backlog and a walk
+// of the primary key could pass over any number of events of other
+// types; instead each type's stretch of the index is walked for at most a
+// page of seqs, index only, the walks are merged (pageSeqs), and the
+// page's rows are then read by primary key (pageRows). A page costs at
+// most a page of index entries per type plus a page of rows, however long
+// the backlog.
+const (
+	onePage  = `SELECT ` + eventCols + ` FROM events e WHERE e.tenant_id = ? AND e.type_id = ? AND e.seq > ? AND e.seq <= ? AND e.received_at >= ? ORDER BY e.seq LIMIT ?`
+	pageRows = `SELECT ` + eventCols + ` FROM events e WHERE e.tenant_id = ? AND e.seq IN (SELECT value FROM json_each(?)) AND e.received_at >= ? ORDER BY e.seq`
+	// maxSeqBatches bounds the batches of seqs one retrieval reads when
+	// the page comes out short because candidates were older than the
+	// retention: past it, the page is returned short, and the next
+	// retrieval goes on from there.
+	maxSeqBatches = 8
+)
+
+// pageSeqs is the merge of one index-only walk per type, each stopped at
+// limit seqs. Args: for each type, tenant, type, after, head, limit; then
+// limit.
+func pageSeqs(types int) string {
+	one := `SELECT * FROM (SELECT seq FROM events WHERE tenant_id = ? AND type_id = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT ?)`
+	return `SELECT seq FROM (` + strings.Repeat(one+` UNION ALL `, types-1) + one + `) ORDER BY seq LIMIT ?`
+}
+
+// readNotifications reads up to sub.PageSize events of sub's types with Seq in
+// (sub.Cursor, head] received at or after notBefore, and returns them and
+// the cursor after them: the last seq looked at when the page is full,
+// else head.
+func (s *Store) readNotifications(ctx context.Context, tx *sql.Tx, sub notify.Subscription, head int64, notBefore time.Time) ([]events.Event, int64, error) {
+	if len(sub.EventTypeIDs) == 1 {
+		st, err := s.txStmt(ctx, tx, onePage)
+		if err != nil {
+			return nil, 0, err
+		}
+		rows, err := st.QueryContext(ctx, sub.TenantID, sub.EventTypeIDs[0], sub.Cursor, head, micros(notBefore), sub.PageSize)
+		if err != nil {
+			return nil, 0, err
+		}
+		out, err := scanEvents(rows)
+		if err != nil || len(out) < sub.PageSize {
+			return out, head, err
+		}
+		return out, out[len(out)-1].Seq, nil
 	}
-	return `SELECT * FROM (` + strings.Repeat(one+` UNION ALL `, types-1) + one + `) ORDER BY seq LIMIT ?`
+	seqQ := pageSeqs(len(sub.EventTypeIDs))
+	rowsQ, err := s.txStmt(ctx, tx, pageRows)
+	if err != nil {
+		return nil, 0, err
+	}
+	var out []events.Event
+	cursor := sub.Cursor
+	for range maxSeqBatches {
+		want := sub.PageSize - len(out)
+		args := make([]any, 0, 5*len(sub.EventTypeIDs)+1)
+		for _, t := range sub.EventTypeIDs {
+			args = append(args, sub.TenantID, t, cursor, head, want)
+		}
+		rows, err := tx.QueryContext(ctx, seqQ, append(args, want)...)
+		if err != nil {
+			return nil, 0, err
+		}
+		var seqs []int64
+		for rows.Next() {
+			var q int64
+			if err := rows.Scan(&q); err != nil {
+				rows.Close()
+				return nil, 0, err
+			}
+			seqs = append(seqs, q)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, 0, err
+		}
+		if len(seqs) == 0 {
+			return out, head, nil
+		}
+		list, err := json.Marshal(seqs)
+		if err != nil {
+			return nil, 0, fault.E(fault.Internal, err)
+		}
+		r, err := rowsQ.QueryContext(ctx, sub.TenantID, string(list), micros(notBefore))
+		if err != nil {
+			return nil, 0, err
+		}
+		evs, err := scanEvents(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, evs...)
+		if len(seqs) < want {
+			return out, head, nil // every candidate up to head was looked at
+		}
+		cursor = seqs[len(seqs)-1]
+		if len(out) == sub.PageSize {
+			break
+		}
+	}
+	return out, cursor, nil
 }
 
 // ConsumeNotifications implements notify.Store in one write transaction:
@@ -127,22 +215,8 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 		}
 		cursor := head
 		if head > sub.Cursor && len(sub.EventTypeIDs) > 0 {
-			args := make([]any, 0, 6*len(sub.EventTypeIDs)+1)
-			for _, t := range sub.EventTypeIDs {
-				args = append(args, tenantID, t, sub.Cursor, head, micros(notBefore), sub.PageSize)
-			}
-			if len(sub.EventTypeIDs) > 1 {
-				args = append(args, sub.PageSize)
-			}
-			rows, err := tx.QueryContext(ctx, pageQuery(len(sub.EventTypeIDs)), args...)
-			if err != nil {
+			if out, cursor, err = s.readNotifications(ctx, tx, sub, head, notBefore); err != nil {
 				return err
-			}
-			if out, err = scanEvents(rows); err != nil {
-				return err
-			}
-			if len(out) == sub.PageSize {
-				cursor = out[len(out)-1].Seq
 			}
 		}
 		if cursor < sub.Cursor {

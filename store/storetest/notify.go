@@ -168,7 +168,25 @@ var notifyTests = []test{
 }
 
 func init() {
-	notifyTests = append(notifyTests, test{"NotifyConsumeAppendsItsAuditRecord", func(t *testing.T, ctx context.Context, s Store) {
+	notifyTests = append(notifyTests, test{"NotifyRetentionWithSeveralTypes", func(t *testing.T, ctx context.Context, s Store) {
+		tenant := identity.NewGUID()
+		if err := s.CreateSubscription(ctx, newSub(tenant, "s", "c", "10001", "10002")); err != nil {
+			t.Fatal(err)
+		}
+		// seqs 1..8, received at Epoch+1s..8s; 1..5 are older than notBefore.
+		appendTyped(t, ctx, s, tenant, 1, "10001", "10002", "10001", "10002", "10001", "10003", "10002", "10001")
+		notBefore := Epoch.Add(6 * time.Second)
+		sub, got := mustConsume(t, ctx, s, tenant, "s", "c", notBefore)
+		if diff := cmp.Diff([]int64{7, 8}, got); diff != "" {
+			t.Errorf("page (-want +got):\n%s", diff)
+		}
+		if sub.Cursor != 8 {
+			t.Errorf("cursor %d, want 8", sub.Cursor)
+		}
+		if n, err := s.CountNotifications(ctx, sub, notBefore, 10); err != nil || n != 0 {
+			t.Errorf("remaining = %d, %v; want 0", n, err)
+		}
+	}}, test{"NotifyConsumeAppendsItsAuditRecord", func(t *testing.T, ctx context.Context, s Store) {
 		tenant := identity.NewGUID()
 		if err := s.CreateSubscription(ctx, newSub(tenant, "s", "c", "10001")); err != nil {
 			t.Fatal(err)

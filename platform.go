@@ -313,6 +313,9 @@ func (p *Platform) Run(ctx context.Context) error {
 func (p *Platform) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.stop)
+		if p.Notify != nil {
+			p.Notify.StopWaiting()
+		}
 		p.workers.Wait()
 		if p.Events != nil {
 			p.Events.Close()

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
@@ -83,7 +84,9 @@ type Config struct {
 
 // Service is area D.
 type Service struct {
-	cfg Config
+	cfg      Config
+	stop     chan struct{} // closed by StopWaiting
+	stopOnce sync.Once
 }
 
 // NewService returns a Service.
@@ -91,8 +94,14 @@ func NewService(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg}
+	return &Service{cfg: cfg, stop: make(chan struct{})}
 }
+
+// StopWaiting ends the waits of long-polling retrievals, now and from now
+// on: each answers at once with what there is. A server calls it when it
+// starts shutting down, so that waiting clients do not hold the shutdown
+// for up to MaxWait.
+func (s *Service) StopWaiting() { s.stopOnce.Do(func() { close(s.stop) }) }
 
 // View is a subscription with its dynamic status.
 type View struct {
@@ -427,6 +436,8 @@ func (s *Service) await(ctx context.Context, by identity.Principal, id string, w
 		select {
 		case <-woken:
 		case <-timer.C():
+			return nil
+		case <-s.stop:
 			return nil
 		case <-ctx.Done():
 			// The client is gone: consuming now would lose the page.

@@ -394,6 +394,25 @@ func TestLongPollWakesOnAppendAndTimesOut(t *testing.T) {
 	}
 }
 
+func TestStopWaitingEndsLongPolls(t *testing.T) {
+	e := latchkeytest.New(t)
+	w := newWorld(t, e, "Acme")
+	id := w.subscribe(t, "10001")
+	timers := e.Clock.Timers()
+	got := make(chan page, 1)
+	go func() { got <- w.retrieve(t, id, "?wait=30") }()
+	e.Clock.WaitForTimers(timers + 1)
+	e.Platform.Notify.StopWaiting()
+	select {
+	case p := <-got:
+		if p.Size != 0 || p.Page != 1 {
+			t.Errorf("page %d with %d results, want page 1, empty", p.Page, p.Size)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("StopWaiting did not end a waiting retrieval")
+	}
+}
+
 func TestActionsAreAudited(t *testing.T) {
 	e := latchkeytest.New(t)
 	w := newWorld(t, e, "Acme")

@@ -301,16 +301,22 @@ func (s *Service) get(ctx context.Context, by identity.Principal, id string) (Vi
 	return View{Subscription: sub, Remaining: n}, nil
 }
 
+const msgOtherClient = "the access token's client_id is not the subscription's client_id"
+
 func sameClient(by identity.Principal, sub Subscription) error {
 	if by.ClientID != sub.ClientID {
-		return fault.E(fault.Forbidden, "the access token's client_id is not the subscription's client_id")
+		return fault.E(fault.Forbidden, msgOtherClient)
 	}
 	return nil
 }
 
+// notFound gives the store's NotFound and Forbidden the service's messages.
 func notFound(err error) error {
-	if fault.KindOf(err) == fault.NotFound {
+	switch fault.KindOf(err) {
+	case fault.NotFound:
 		return fault.E(fault.NotFound, "the subscription was not found", err)
+	case fault.Forbidden:
+		return fault.E(fault.Forbidden, msgOtherClient, err)
 	}
 	return err
 }

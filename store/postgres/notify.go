@@ -25,19 +25,33 @@ const (
 	subLock     = subSelect + ` FOR UPDATE`
 	subAdvance  = `UPDATE notify_subscriptions SET cursor = $3, pages = pages + 1, last_request = $4 WHERE tenant_id = $1 AND id = $2`
 	eventHeadOf = `SELECT seq FROM event_heads WHERE tenant_id = $1`
-	// notifyPage reads up to $6 events of the types $2 after the cursor
-	// $3 up to the head $4: one walk of events_by_type (tenant_id,
-	// type_id, seq) per type, each stopped at $6 rows, merged. A page
-	// costs at most $6 rows per type however long the backlog, where
-	// type_id = ANY(...) ORDER BY seq could sort the whole backlog.
-	notifyPage = `SELECT ` + eventColumns + ` FROM unnest($2::text[]) AS t(type_id)
-		CROSS JOIN LATERAL (
-			SELECT * FROM events x
-			WHERE x.tenant_id = $1 AND x.type_id = t.type_id AND x.seq > $3 AND x.seq <= $4 AND x.received_at >= $5
-			ORDER BY x.seq LIMIT $6
-		) e
+	// Reading a page: for one type, one walk of events_by_type
+	// (tenant_id, type_id, seq) from the cursor reads the page
+	// (notifyOneType). For several, type_id = ANY(...) ORDER BY seq could
+	// sort the whole backlog and a walk of the primary key pass over any
+	// number of other events; instead each type's stretch of the index is
+	// walked for at most a page of seqs (an index-only scan), the walks are
+	// merged (notifySeqs), and the page's rows are read by key
+	// (notifyRows). A page costs at most a page of index entries per type
+	// plus a page of rows, however long the backlog.
+	notifyOneType = `SELECT ` + eventColumns + ` FROM events e
+		WHERE e.tenant_id = $1 AND e.type_id = $2 AND e.seq > $3 AND e.seq <= $4 AND e.received_at >= $5
 		ORDER BY e.seq LIMIT $6`
-	notifyCount = `SELECT count(*) FROM (SELECT 1 FROM events
+	notifySeqs = `SELECT s.seq FROM unnest($2::text[]) AS t(type_id)
+		CROSS JOIN LATERAL (
+			SELECT x.seq FROM events x
+			WHERE x.tenant_id = $1 AND x.type_id = t.type_id AND x.seq > $3 AND x.seq <= $4
+			ORDER BY x.seq LIMIT $5
+		) s
+		ORDER BY s.seq LIMIT $5`
+	notifyRows = `SELECT ` + eventColumns + ` FROM events e
+		WHERE e.tenant_id = $1 AND e.seq = ANY($2::bigint[]) AND e.received_at >= $3 ORDER BY e.seq`
+	// maxSeqBatches bounds the batches of seqs one retrieval reads when
+	// the page comes out short because candidates were older than the
+	// retention: past it the page is returned short and the next
+	// retrieval goes on from there.
+	maxSeqBatches = 8
+	notifyCount   = `SELECT count(*) FROM (SELECT 1 FROM events
 		WHERE tenant_id = $1 AND type_id = ANY($2) AND seq > $3 AND received_at >= $4 LIMIT $5) c`
 )
 
@@ -118,15 +132,8 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 		}
 		cursor := head
 		if head > sub.Cursor && len(sub.EventTypeIDs) > 0 {
-			rows, err := tx.Query(ctx, notifyPage, tenantID, sub.EventTypeIDs, sub.Cursor, head, notBefore, sub.PageSize)
-			if err != nil {
+			if out, cursor, err = readNotifications(ctx, tx, sub, head, notBefore); err != nil {
 				return err
-			}
-			if out, err = collectEvents(rows); err != nil {
-				return err
-			}
-			if len(out) == sub.PageSize {
-				cursor = out[len(out)-1].Seq
 			}
 		}
 		cursor = max(cursor, sub.Cursor)
@@ -180,4 +187,55 @@ func setRetrievalMeta(rec *audit.Record, sub notify.Subscription, results int) {
 	}
 	rec.Meta["results"] = results
 	rec.Meta["page"] = sub.Pages
+}
+
+// readNotifications reads up to sub.PageSize events of sub's types with
+// Seq in (sub.Cursor, head] received at or after notBefore, and returns
+// them and the cursor after them: the last seq looked at when the page is
+// full, else head.
+func readNotifications(ctx context.Context, tx pgx.Tx, sub notify.Subscription, head int64, notBefore time.Time) ([]events.Event, int64, error) {
+	if len(sub.EventTypeIDs) == 1 {
+		rows, err := tx.Query(ctx, notifyOneType, sub.TenantID, sub.EventTypeIDs[0], sub.Cursor, head, notBefore, sub.PageSize)
+		if err != nil {
+			return nil, 0, err
+		}
+		out, err := collectEvents(rows)
+		if err != nil || len(out) < sub.PageSize {
+			return out, head, err
+		}
+		return out, out[len(out)-1].Seq, nil
+	}
+	var out []events.Event
+	cursor := sub.Cursor
+	for range maxSeqBatches {
+		want := sub.PageSize - len(out)
+		rows, err := tx.Query(ctx, notifySeqs, sub.TenantID, sub.EventTypeIDs, cursor, head, want)
+		if err != nil {
+			return nil, 0, err
+		}
+		seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(seqs) == 0 {
+			return out, head, nil
+		}
+		r, err := tx.Query(ctx, notifyRows, sub.TenantID, seqs, notBefore)
+		if err != nil {
+			return nil, 0, err
+		}
+		evs, err := collectEvents(r)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, evs...)
+		if len(seqs) < want {
+			return out, head, nil // every candidate up to head was looked at
+		}
+		cursor = seqs[len(seqs)-1]
+		if len(out) == sub.PageSize {
+			break
+		}
+	}
+	return out, cursor, nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
+	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
 )
@@ -37,6 +38,7 @@ type Store interface {
 	vault.Store
 	audit.ExportStore
 	events.Store
+	notify.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -131,6 +133,9 @@ type Platform struct {
 	// Events is area F: the event log, posting, native events and queries;
 	// see events.go for the Platform methods that take a principal.
 	Events *events.Service
+	// Notify is area D: notification subscriptions read by polling; see
+	// notify.go for the Platform methods that take a principal.
+	Notify *notify.Service
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -218,6 +223,9 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		evcfg.Notify = func(ctx context.Context) error { return n.Notify(ctx, eventsChannel) }
 	}
 	p.Events = events.NewService(evcfg)
+	p.Notify = notify.NewService(notify.Config{
+		Store: cfg.Store, Tenants: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Waker: p.Events, Logger: cfg.Logger,
+	})
 	return p, nil
 }
 
@@ -305,6 +313,9 @@ func (p *Platform) Run(ctx context.Context) error {
 func (p *Platform) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.stop)
+		if p.Notify != nil {
+			p.Notify.StopWaiting()
+		}
 		p.workers.Wait()
 		if p.Events != nil {
 			p.Events.Close()

@@ -39,6 +39,11 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	if job.Status != http.StatusAccepted {
 		t.Fatalf("start export: %d %s", job.Status, job.Body)
 	}
+	notifyA := e.AuditClient(a, identity.RoleTenantAdmin, identity.ScopeNotificationAdmin)
+	sub := e.Do("POST", "/notification/v1/subscriptions", map[string]any{"event_type_ids": []string{"10001"}, "client_id": "reader-of-acme-q7"}, bearer(notifyA))
+	if sub.Status != http.StatusCreated {
+		t.Fatalf("create subscription: %d %s", sub.Status, sub.Body)
+	}
 	values := map[string]string{
 		"tenantId":   a.ID,
 		"tenantCode": a.Code,
@@ -48,9 +53,10 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	idFor := map[string]string{ // {id} by the area of the route
 		"/client-management/": client.ID,
 		"/vault/":             key.JSON()["id"].(string),
+		"/notification/":      sub.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7"}
+	markers := []string{a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7"}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
@@ -128,5 +134,8 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	}
 	if r := e.Do("GET", "/api/v1/vault/keys2/"+idFor["/vault/"], nil, adminA); r.Status != 200 {
 		t.Errorf("A's vault key after B's attempts: %d", r.Status)
+	}
+	if sub, err := e.Store.GetSubscription(t.Context(), a.ID, idFor["/notification/"]); err != nil || sub.Pages != 0 {
+		t.Errorf("A's subscription after B's attempts: %+v, %v", sub, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/vault"
 )
 
@@ -28,10 +29,11 @@ type Store struct {
 	auditRecs map[string][]audit.Record // by tenant, in seq order
 	instances map[string][]audit.ServiceInstance
 
-	clientArea *clientData                // client registration; see clients.go
-	vaultKeys  map[string]vault.Key       // by tenant/id; see vault.go
-	exportJobs map[string]audit.ExportJob // by id
-	eventLogs  map[string]*eventLog       // by tenant; see events.go
+	clientArea *clientData                    // client registration; see clients.go
+	vaultKeys  map[string]vault.Key           // by tenant/id; see vault.go
+	exportJobs map[string]audit.ExportJob     // by id
+	eventLogs  map[string]*eventLog           // by tenant; see events.go
+	subs       map[subKey]notify.Subscription // see notify.go
 }
 
 // New returns an empty store.

@@ -158,6 +158,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	log.Info("shutting down")
+	srv.RegisterOnShutdown(p.Notify.StopWaiting) // long polls answer now rather than hold the shutdown
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errs := []error{srv.Shutdown(shutdownCtx)}

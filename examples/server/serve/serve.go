@@ -56,11 +56,11 @@ type Config struct {
 	// MetricsAddr, when set, serves GET /metrics (Prometheus text format)
 	// on a listener of its own, apart from the API so that tenants cannot
 	// read it.
-	MetricsAddr string
-	AdminPassword                   string // "" means generate on first start
-	MasterKey                       string // base64; "" means the data directory's master.key
-	Logger                          *slog.Logger
-	Stdout                          io.Writer
+	MetricsAddr   string
+	AdminPassword string // "" means generate on first start
+	MasterKey     string // base64; "" means the data directory's master.key
+	Logger        *slog.Logger
+	Stdout        io.Writer
 	// Ready, when set, receives the bound addresses once the server serves.
 	Ready func(httpAddr, tlsAddr string)
 	// MetricsReady, when set, receives the metrics listener's bound address.

@@ -53,16 +53,16 @@ type Config struct {
 	ExportLeaseFor, ExportPollEvery time.Duration
 	AllowPrivateEndpoints           bool
 	PublicURL                       string
+	AdminPassword                   string // "" means generate on first start
+	MasterKey                       string // base64; "" means the data directory's master.key
+	Logger                          *slog.Logger
+	Stdout                          io.Writer
+	// Ready, when set, receives the bound addresses once the server serves.
+	Ready func(httpAddr, tlsAddr string)
 	// MetricsAddr, when set, serves GET /metrics (Prometheus text format)
 	// on a listener of its own, apart from the API so that tenants cannot
 	// read it.
-	MetricsAddr   string
-	AdminPassword string // "" means generate on first start
-	MasterKey     string // base64; "" means the data directory's master.key
-	Logger        *slog.Logger
-	Stdout        io.Writer
-	// Ready, when set, receives the bound addresses once the server serves.
-	Ready func(httpAddr, tlsAddr string)
+	MetricsAddr string
 	// MetricsReady, when set, receives the metrics listener's bound address.
 	MetricsReady func(addr string)
 }

@@ -354,6 +354,11 @@ type Report struct {
 	Timeline          []Sample
 	HeapFirst, HeapHi float64 // MiB: the first sample's and the highest
 	HeapLast          float64
+	// HeapEarly and HeapLate are the mean heap in use, GoalEarly and
+	// GoalLate the mean GC heap goal (twice the live heap), over the first
+	// and the last fifth of the samples taken under load: memory is flat
+	// when they agree.
+	HeapEarly, HeapLate, GoalEarly, GoalLate float64
 }
 
 // DriverReport is one driver's part of a Report.
@@ -373,6 +378,7 @@ type Sample struct {
 	Errors     int64         // in the interval
 	HeapMiB    float64       // go_memstats_heap_inuse_bytes, if scraped
 	RSSMiB     float64       // process_resident_memory_bytes, if scraped
+	GoalMiB    float64       // go_memstats_next_gc_bytes: twice the heap live after the last GC (GOGC=100)
 }
 
 func percentile(ds []time.Duration, p float64) time.Duration {
@@ -462,14 +468,14 @@ func drive(ctx context.Context, h *http.Client, c config, f *fixture) *Report {
 		}
 		sm := Sample{At: at, Throughput: float64(len(win)) / span.Seconds(), P99: percentile(win, 0.99), Errors: errs - prevErrs}
 		if c.metricsURL != "" {
-			sm.HeapMiB, sm.RSSMiB = scrapeMemory(h, c.metricsURL)
+			sm.HeapMiB, sm.RSSMiB, sm.GoalMiB = scrapeMemory(h, c.metricsURL)
 		}
 		rep.Timeline = append(rep.Timeline, sm)
 		fmt.Fprintf(os.Stderr, "%6.0fs  %7.0f req/s  p99 %-9v errors %-3d heap %.1f MiB\n", at.Seconds(), sm.Throughput, sm.P99.Round(10*time.Microsecond), sm.Errors, sm.HeapMiB)
 	}
 	if c.metricsURL != "" {
-		h0, r0 := scrapeMemory(h, c.metricsURL)
-		rep.Timeline = append(rep.Timeline, Sample{HeapMiB: h0, RSSMiB: r0})
+		h0, r0, g0 := scrapeMemory(h, c.metricsURL)
+		rep.Timeline = append(rep.Timeline, Sample{HeapMiB: h0, RSSMiB: r0, GoalMiB: g0})
 	}
 	tick := time.NewTicker(c.sample)
 	last := start
@@ -538,15 +544,33 @@ loop:
 		rep.HeapHi = max(rep.HeapHi, s.HeapMiB)
 		rep.HeapLast = s.HeapMiB
 	}
+	var loaded, goals []float64
+	for _, s := range rep.Timeline {
+		if s.At > 0 && s.HeapMiB > 0 {
+			loaded = append(loaded, s.HeapMiB)
+			goals = append(goals, s.GoalMiB)
+		}
+	}
+	if n := len(loaded) / 5; n > 0 {
+		mean := func(xs []float64) float64 {
+			t := 0.0
+			for _, x := range xs {
+				t += x
+			}
+			return t / float64(len(xs))
+		}
+		rep.HeapEarly, rep.HeapLate = mean(loaded[:n]), mean(loaded[len(loaded)-n:])
+		rep.GoalEarly, rep.GoalLate = mean(goals[:n]), mean(goals[len(goals)-n:])
+	}
 	return rep
 }
 
-// scrapeMemory reads the server's heap in use and resident set (MiB) from
-// its metrics endpoint; zero when unavailable.
-func scrapeMemory(h *http.Client, u string) (heap, rss float64) {
+// scrapeMemory reads the server's heap in use, resident set and GC heap
+// goal (MiB) from its metrics endpoint; zero when unavailable.
+func scrapeMemory(h *http.Client, u string) (heap, rss, goal float64) {
 	resp, err := h.Get(u)
 	if err != nil {
-		return 0, 0
+		return 0, 0, 0
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
@@ -564,9 +588,11 @@ func scrapeMemory(h *http.Client, u string) (heap, rss float64) {
 			heap = x / (1 << 20)
 		case "process_resident_memory_bytes":
 			rss = x / (1 << 20)
+		case "go_memstats_next_gc_bytes":
+			goal = x / (1 << 20)
 		}
 	}
-	return heap, rss
+	return heap, rss, goal
 }
 
 func (r *Report) print(w io.Writer) {
@@ -586,7 +612,9 @@ func (r *Report) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "export jobs: %d, not succeeded: %d\n", r.ExportJobs, r.ExportJobsFailed)
 	if r.HeapHi > 0 {
-		fmt.Fprintf(w, "server heap in use: first %.1f MiB, highest %.1f MiB, last %.1f MiB\n", r.HeapFirst, r.HeapHi, r.HeapLast)
+		fmt.Fprintf(w, "server heap in use: first %.1f MiB, highest %.1f MiB, last %.1f MiB; mean of the first fifth %.1f MiB, of the last fifth %.1f MiB\n",
+			r.HeapFirst, r.HeapHi, r.HeapLast, r.HeapEarly, r.HeapLate)
+		fmt.Fprintf(w, "GC heap goal (2x live heap): mean of the first fifth %.1f MiB, of the last fifth %.1f MiB\n", r.GoalEarly, r.GoalLate)
 	}
 }
 

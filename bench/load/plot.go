@@ -14,7 +14,7 @@ import (
 // plotReport draws three stacked panels over the run's time: throughput,
 // p99 latency and the server's heap (and RSS), into a PNG at path.
 func plotReport(r *Report, path string) error {
-	var thr, p99, heap, rss plotter.XYs
+	var thr, p99, heap, rss, goal plotter.XYs
 	for _, s := range r.Timeline {
 		x := s.At.Minutes()
 		if s.At > 0 {
@@ -24,6 +24,7 @@ func plotReport(r *Report, path string) error {
 		if s.HeapMiB > 0 {
 			heap = append(heap, plotter.XY{X: x, Y: s.HeapMiB})
 			rss = append(rss, plotter.XY{X: x, Y: s.RSSMiB})
+			goal = append(goal, plotter.XY{X: x, Y: s.GoalMiB})
 		}
 	}
 	mode := "closed loop"
@@ -36,11 +37,13 @@ func plotReport(r *Report, path string) error {
 		p.X.Label.Text = "minutes"
 		p.Y.Label.Text = ylabel
 		p.Y.Min = 0
+		p.X.Min = 0
 		p.Add(plotter.NewGrid())
 		if err := addLines(p, series...); err != nil {
 			return nil, err
 		}
 		p.Legend.Top = true
+		p.Legend.Left = true
 		return p, nil
 	}
 	a, err := panel(fmt.Sprintf("Latchkey load, %s, %d workers: %.0f req/s, %d errors", mode, r.Workers, r.Throughput, r.Errors), "requests/s", "throughput", thr)
@@ -51,7 +54,7 @@ func plotReport(r *Report, path string) error {
 	if err != nil {
 		return err
 	}
-	c, err := panel("server memory", "MiB", "heap in use", heap, "RSS", rss)
+	c, err := panel("server memory", "MiB", "heap in use", heap, "GC heap goal (2x live)", goal, "RSS", rss)
 	if err != nil {
 		return err
 	}

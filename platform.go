@@ -22,9 +22,11 @@ import (
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
+	"github.com/latchkey/latchkey/metrics"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Store is what a Platform keeps its data in: every area's store.
@@ -73,6 +75,11 @@ type Config struct {
 	// EventRetention is how long events are kept after they were received;
 	// default events.DefaultRetention (30 days). Run deletes older ones.
 	EventRetention time.Duration
+	// Metrics is where the platform registers its Prometheus series (see
+	// package metrics): an embedder's registry, so that they are served
+	// with the embedder's own. Nil means a registry of the platform's own,
+	// with the Go runtime and process collectors, served by MetricsHandler.
+	Metrics prometheus.Registerer
 }
 
 // Locker is implemented by stores that several processes share
@@ -136,6 +143,9 @@ type Platform struct {
 	// Notify is area D: notification subscriptions read by polling; see
 	// notify.go for the Platform methods that take a principal.
 	Notify *notify.Service
+
+	metrics  *metrics.Metrics
+	gatherer prometheus.Gatherer // nil when the embedder's Registerer is not one
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -226,6 +236,10 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	p.Notify = notify.NewService(notify.Config{
 		Store: cfg.Store, Tenants: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Waker: p.Events, Logger: cfg.Logger,
 	})
+	if err := p.registerMetrics(); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return p, nil
 }
 

@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/clock"
@@ -117,6 +118,19 @@ type Exporter struct {
 
 	mu       sync.Mutex
 	passDone chan struct{} // closed and replaced after each worker pass
+
+	created, succeeded, failed, running atomic.Int64
+}
+
+// ExportStats counts the jobs this process created, completed and failed
+// since it started, and the archives it is writing now, for metrics.
+type ExportStats struct {
+	Created, Succeeded, Failed, Running int64
+}
+
+// Stats reports this process's export work.
+func (e *Exporter) Stats() ExportStats {
+	return ExportStats{Created: e.created.Load(), Succeeded: e.succeeded.Load(), Failed: e.failed.Load(), Running: e.running.Load()}
 }
 
 // NewExporter returns an Exporter; it starts nothing (see Run).
@@ -258,6 +272,7 @@ func (e *Exporter) StartExport(ctx context.Context, c Caller, body []byte) (Expo
 	if err := e.cfg.Store.CreateExportJob(ctx, job); err != nil {
 		return ExportJob{}, e.record(ctx, c.TenantID, action, err, requestMeta(job.ID, req))
 	}
+	e.created.Add(1)
 	if err := e.record(ctx, c.TenantID, action, nil, requestMeta(job.ID, req)); err != nil {
 		return ExportJob{}, err
 	}
@@ -503,7 +518,9 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 
 	e.log.Info("audit: export started", "job", job.ID, "tenant", job.TenantID, "attempt", job.Attempts, "trace", trace)
 	started := time.Now() // wall time for the log, not a business time
+	e.running.Add(1)
 	res, err := e.writeArchive(workCtx, job)
+	e.running.Add(-1)
 	cancel()
 	wg.Wait()
 	if err == nil {
@@ -528,6 +545,7 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 		e.log.Warn("audit: export not completed", "job", job.ID, "err", err)
 		return false
 	}
+	e.succeeded.Add(1)
 	meta["count"], meta["size"] = res.Summary.Count, res.ArchiveSize
 	if err := e.record(ctx, job.TenantID, "export.complete", nil, meta); err != nil {
 		e.log.Error("audit: cannot record export completion", "job", job.ID, "err", err)
@@ -540,6 +558,7 @@ func (e *Exporter) fail(ctx context.Context, job ExportJob, reason string, meta 
 		e.log.Warn("audit: export not failed", "job", job.ID, "err", err)
 		return false
 	}
+	e.failed.Add(1)
 	if err := e.record(ctx, job.TenantID, "export.fail", fault.E(fault.Unavailable, fault.Msg(reason)), meta); err != nil {
 		e.log.Error("audit: cannot record export failure", "job", job.ID, "err", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/clock"
@@ -36,7 +37,25 @@ type Recorder struct {
 
 	mu        sync.Mutex
 	instances map[string]string // tenantID + "\x00" + source -> instance id
+
+	batches, records atomic.Int64
+	observer         atomic.Pointer[func(n int)]
 }
+
+// RecorderStats is the recorder's work so far and its backlog.
+type RecorderStats struct {
+	Queued           int   // records waiting for the writer now
+	Batches, Records int64 // commits and the records they held
+}
+
+// Stats reports the recorder's queue depth and commits, for metrics.
+func (r *Recorder) Stats() RecorderStats {
+	return RecorderStats{Queued: len(r.queue), Batches: r.batches.Load(), Records: r.records.Load()}
+}
+
+// ObserveBatches calls f with the size of each later commit (from the
+// writer goroutine; f must be quick), for a batch-size histogram.
+func (r *Recorder) ObserveBatches(f func(n int)) { r.observer.Store(&f) }
 
 type pending struct {
 	rec  Record
@@ -243,6 +262,12 @@ func (r *Recorder) flush(batch []*pending, recs []*Record) {
 	err := r.store.AppendAuditRecords(context.Background(), recs)
 	if err != nil {
 		r.log.Error("audit: append failed", "records", len(recs), "err", err)
+	} else {
+		r.batches.Add(1)
+		r.records.Add(int64(len(recs)))
+		if f := r.observer.Load(); f != nil {
+			(*f)(len(recs))
+		}
 	}
 	for _, p := range batch {
 		p.done <- err

@@ -24,6 +24,7 @@ import (
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
+	"github.com/latchkey/latchkey/vtoken"
 )
 
 // Store is what a Platform keeps its data in: every area's store.
@@ -37,6 +38,7 @@ type Store interface {
 	vault.Store
 	audit.ExportStore
 	events.Store
+	vtoken.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -131,6 +133,8 @@ type Platform struct {
 	// Events is area F: the event log, posting, native events and queries;
 	// see events.go for the Platform methods that take a principal.
 	Events *events.Service
+	// VToken is area G: virtual token provisioning.
+	VToken *vtoken.Service
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -170,6 +174,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	// once New returns. A master key other than the one that sealed them
 	// fails here, before anything is served.
 	var keys *identity.KeySet
+	hasher := identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency)
 	err = withLock(ctx, cfg.Store, "platform-keys", func(ctx context.Context) error {
 		var err error
 		if keys, err = identity.LoadKeySet(ctx, cfg.Store, sealer, cfg.Clock, cfg.Issuer); err != nil {
@@ -177,7 +182,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		}
 		p.Identity = identity.NewService(identity.Config{
 			Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-			Hasher:           identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency),
+			Hasher:           hasher,
 			PlatformTokenTTL: cfg.PlatformTokenTTL,
 		})
 		p.Clients, err = clients.New(ctx, clients.Config{
@@ -218,6 +223,9 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		evcfg.Notify = func(ctx context.Context) error { return n.Notify(ctx, eventsChannel) }
 	}
 	p.Events = events.NewService(evcfg)
+	p.VToken = vtoken.NewService(vtoken.Config{
+		Store: cfg.Store, Directory: cfg.Store, Hasher: hasher, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+	})
 	return p, nil
 }
 

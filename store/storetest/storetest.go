@@ -13,6 +13,7 @@ import (
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/vault"
+	"github.com/latchkey/latchkey/vtoken"
 )
 
 // Store is everything a platform store implements.
@@ -23,6 +24,7 @@ type Store interface {
 	vault.Store
 	audit.ExportStore
 	events.Store
+	vtoken.Store
 	Close() error
 }
 
@@ -40,7 +42,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests}
+	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, vtokenTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

@@ -7,9 +7,11 @@ import (
 	"crypto/rsa"
 	"crypto/sha1"
 	"crypto/x509"
+	"encoding/asn1"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"software.sslmate.com/src/go-pkcs12"
@@ -50,6 +52,9 @@ func ParsePFX(pfx []byte, password string, maxKeySize int) (ParsedPFX, error) {
 			}
 			return ParsedPFX{}, fault.E(fault.Invalid, fault.Field("X-VirtualToken-CertificatePassword"), "the PFX password is wrong", err)
 		}
+		if hasNoMAC(pfx) {
+			return ParsedPFX{}, fault.E(fault.Invalid, fault.Field("pfxCertificate"), "the PFX has no password: a PFX without a password is not supported", err)
+		}
 		return ParsedPFX{}, fault.E(fault.Invalid, fault.Field("pfxCertificate"), "the file is not a valid PFX (PKCS#12) holding one private key and its certificate", err)
 	}
 	var rk *rsa.PrivateKey
@@ -69,10 +74,32 @@ func ParsePFX(pfx []byte, password string, maxKeySize int) (ParsedPFX, error) {
 	if err := rk.Validate(); err != nil {
 		return ParsedPFX{}, fault.E(fault.Invalid, fault.Field("pfxCertificate"), "the PFX's RSA key is invalid", err)
 	}
-	if pub, ok := leaf.PublicKey.(*rsa.PublicKey); !ok || !rk.PublicKey.Equal(pub) {
+	// The end-entity certificate is the one matching the key, wherever the
+	// file lists it (go-pkcs12 takes the first certificate bag as leaf).
+	all := append([]*x509.Certificate{leaf}, chain...)
+	at := slices.IndexFunc(all, func(c *x509.Certificate) bool {
+		pub, ok := c.PublicKey.(*rsa.PublicKey)
+		return ok && rk.PublicKey.Equal(pub)
+	})
+	if at < 0 {
 		return ParsedPFX{}, fault.E(fault.Invalid, fault.Field("pfxCertificate"), "the PFX's certificate does not match its private key")
 	}
+	leaf = all[at]
+	chain = slices.Delete(all, at, at+1)
 	return ParsedPFX{Key: rk, Leaf: leaf, Chain: chain}, nil
+}
+
+// hasNoMAC reports whether pfx is a PKCS#12 PDU without MacData (RFC
+// 7292 section 4): a file made without a password, which go-pkcs12 refuses
+// with an error of its own.
+func hasNoMAC(pfx []byte) bool {
+	var pdu struct {
+		Version  int
+		AuthSafe asn1.RawValue
+		MacData  asn1.RawValue `asn1:"optional"`
+	}
+	rest, err := asn1.Unmarshal(pfx, &pdu)
+	return err == nil && len(rest) == 0 && len(pdu.MacData.FullBytes) == 0
 }
 
 // decodePFX is pkcs12.DecodeChain, with any panic of the decoder (it parses
@@ -90,9 +117,16 @@ func decodePFX(pfx []byte, password string) (key any, leaf *x509.Certificate, ch
 	return key, leaf, chain, err
 }
 
-// SerialHex is a certificate serial number as the API shows it:
-// upper-case hexadecimal.
-func SerialHex(c *x509.Certificate) string { return strings.ToUpper(c.SerialNumber.Text(16)) }
+// SerialHex is a certificate serial number as the API shows it: upper-case
+// hexadecimal of the serial's big-endian bytes, as openssl x509 -serial
+// prints it ("00" for zero).
+func SerialHex(c *x509.Certificate) string {
+	b := c.SerialNumber.Bytes()
+	if len(b) == 0 {
+		return "00"
+	}
+	return strings.ToUpper(hex.EncodeToString(b))
+}
 
 func thumbprint(der []byte) string {
 	h := sha1.Sum(der)

@@ -20,6 +20,11 @@ import (
 	"github.com/latchkey/latchkey/identity"
 )
 
+// Bytes returns a reader for ImportPFX of a PFX already in memory.
+func Bytes(pfx []byte) func() ([]byte, error) {
+	return func() ([]byte, error) { return pfx, nil }
+}
+
 // MinKeySize is the smallest RSA key a token accepts: shorter keys are no
 // longer safe.
 const MinKeySize = 2048
@@ -160,11 +165,14 @@ func newCertificate(tenantID, tokenID string, c *x509.Certificate, pos int) Cert
 
 // ImportPFX imports the key and certificates of a PFX into the token and
 // returns the serial numbers of the certificates stored (the end-entity
-// certificate first, then its chain). password is the PFX password, or
+// certificate first, then its chain). read returns the PFX file; it is
+// called after the access checks (an HTTP upload is only read for a caller
+// that may import), and its error is returned as is. password is the PFX
+// password, or
 // when encrypted its RSA-OAEP encryption under the tenant exchange key.
 // The private key is sealed at rest. A complete token is fault.Conflict;
 // a PFX the token cannot take is fault.Invalid (see ParsePFX).
-func (s *Service) ImportPFX(ctx context.Context, p identity.Principal, r Ref, pfx []byte, password PINInput) ([]string, error) {
+func (s *Service) ImportPFX(ctx context.Context, p identity.Principal, r Ref, read func() ([]byte, error), password PINInput) ([]string, error) {
 	meta := refMeta(r)
 	fail := func(err error) ([]string, error) { return nil, s.record(ctx, auditTenant(p), ActionImport, err, meta) }
 	r, t, err := s.getToken(ctx, p, r)
@@ -174,7 +182,11 @@ func (s *Service) ImportPFX(ctx context.Context, p identity.Principal, r Ref, pf
 	if t.State == StateComplete {
 		return fail(errComplete)
 	}
-	pw, err := s.decrypt(ctx, r.TenantID, password.Text, password.Encrypted, "X-VirtualToken-CertificatePassword")
+	pfx, err := read()
+	if err != nil {
+		return fail(err)
+	}
+	pw, err := s.decrypt(ctx, r.TenantID, password, "X-VirtualToken-CertificatePassword")
 	if err != nil {
 		return fail(err)
 	}

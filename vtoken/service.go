@@ -136,12 +136,23 @@ var (
 	errNoToken      = fault.E(fault.NotFound, "token not found")
 )
 
-// checkTenant verifies the caller may act in tenantID and that it exists.
+// checkTenant verifies that tenantID exists (else fault.NotFound, the
+// spec's 404) and that the caller may act in it: an API key of that tenant
+// allowed the provisioning area (else fault.Unauthenticated, the spec's 401
+// for a key without access to the tenant).
 func (s *Service) checkTenant(ctx context.Context, p identity.Principal, tenantID string) error {
 	if p.TenantID == "" || !p.HasArea(identity.AreaProvisioning) {
 		return errTenantAccess
 	}
 	if tenantID != p.TenantID {
+		if !ids.IsGUID(tenantID) {
+			return fault.E(fault.NotFound, "tenant not found")
+		}
+		if _, err := s.cfg.Directory.GetTenant(ctx, tenantID); fault.Is(fault.NotFound, err) {
+			return fault.E(fault.NotFound, "tenant not found", err)
+		} else if err != nil {
+			return err
+		}
 		return errTenantAccess
 	}
 	if _, err := s.cfg.Directory.GetTenant(ctx, tenantID); err != nil {
@@ -154,14 +165,15 @@ func (s *Service) checkTenant(ctx context.Context, p identity.Principal, tenantI
 }
 
 // checkUser verifies the tenant and that the user exists in it, and
-// returns the user id in its canonical (base64url) form.
+// returns the user id in its canonical (base64url) form. A userId that is
+// no user id at all is fault.Invalid; an unknown one fault.NotFound.
 func (s *Service) checkUser(ctx context.Context, p identity.Principal, r Ref) (Ref, error) {
 	if err := s.checkTenant(ctx, p, r.TenantID); err != nil {
 		return r, err
 	}
 	id, err := parseUserID(r.UserID)
 	if err != nil {
-		return r, fault.E(fault.NotFound, "user not found")
+		return r, fault.E(fault.Invalid, fault.Field("userId"), "userId must be a user's object id (base64url, or 32 hexadecimal digits)")
 	}
 	if p.UserID != "" && p.UserID != id.String() {
 		return r, errUserAccess
@@ -271,7 +283,11 @@ func (s *Service) exchangeKey(ctx context.Context, tenantID string) (*rsa.Privat
 // decrypt returns the password text of a header or body: itself, or, when
 // encrypted, the RSA-OAEP (SHA-256) decryption of its base64 under the
 // tenant's exchange key. Anything that does not decrypt is fault.Invalid.
-func (s *Service) decrypt(ctx context.Context, tenantID, text string, encrypted bool, field string) (string, error) {
+func (s *Service) decrypt(ctx context.Context, tenantID string, in PINInput, field string) (string, error) {
+	if in.Err != nil {
+		return "", in.Err
+	}
+	text, encrypted := in.Text, in.Encrypted
 	if !encrypted {
 		return text, nil
 	}
@@ -468,6 +484,11 @@ func CheckPIN(role, pin string) error {
 type PINInput struct {
 	Text      string
 	Encrypted bool
+	// Err, when set, is why the password could not be read from the
+	// request (a malformed body or header). It is returned after the
+	// access checks, so that a caller without access learns nothing from
+	// how its request is refused.
+	Err error
 }
 
 // ResetPIN sets role's password to newPIN without the current one (the
@@ -483,7 +504,7 @@ func (s *Service) ResetPIN(ctx context.Context, p identity.Principal, r Ref, rol
 	if err := checkRole(role); err != nil {
 		return fail(err)
 	}
-	pin, err := s.decrypt(ctx, r.TenantID, newPIN.Text, newPIN.Encrypted, "password")
+	pin, err := s.decrypt(ctx, r.TenantID, newPIN, "password")
 	if err != nil {
 		return fail(err)
 	}
@@ -522,11 +543,11 @@ func (s *Service) ChangePIN(ctx context.Context, p identity.Principal, r Ref, ro
 	if err := checkRole(role); err != nil {
 		return fail(err)
 	}
-	cur, err := s.decrypt(ctx, r.TenantID, current.Text, current.Encrypted, "currentPassword")
+	cur, err := s.decrypt(ctx, r.TenantID, current, "currentPassword")
 	if err != nil {
 		return fail(err)
 	}
-	pin, err := s.decrypt(ctx, r.TenantID, newPIN.Text, newPIN.Encrypted, "password")
+	pin, err := s.decrypt(ctx, r.TenantID, newPIN, "password")
 	if err != nil {
 		return fail(err)
 	}

@@ -152,13 +152,13 @@ func TestTokenLifecycle(t *testing.T) {
 
 	// A V1.0 token holds 2048-bit keys only; a V2.0 token 4096 too.
 	pfx4096 := readFixture(t, "rsa4096-modern.pfx")
-	_, err = f.svc.ImportPFX(ctx, f.key, f.ref(v1), pfx4096, vtoken.PINInput{Text: fixturePassword})
+	_, err = f.svc.ImportPFX(ctx, f.key, f.ref(v1), vtoken.Bytes(pfx4096), vtoken.PINInput{Text: fixturePassword})
 	wantKind(t, "4096-bit key in a V1.0 token", err, fault.Invalid)
-	serials, err := f.svc.ImportPFX(ctx, f.key, f.ref(v2), pfx4096, vtoken.PINInput{Text: fixturePassword})
+	serials, err := f.svc.ImportPFX(ctx, f.key, f.ref(v2), vtoken.Bytes(pfx4096), vtoken.PINInput{Text: fixturePassword})
 	if err != nil || len(serials) != 1 || serials[0] != "0B4096" {
 		t.Errorf("import 4096 into V2.0 = %v, %v", serials, err)
 	}
-	serials, err = f.svc.ImportPFX(ctx, f.key, f.ref(v1), readFixture(t, "chain.pfx"), vtoken.PINInput{Text: fixturePassword})
+	serials, err = f.svc.ImportPFX(ctx, f.key, f.ref(v1), vtoken.Bytes(readFixture(t, "chain.pfx")), vtoken.PINInput{Text: fixturePassword})
 	if err != nil || len(serials) != 3 || serials[0] != "ABCDEF0123" || serials[1] != "1001" {
 		t.Fatalf("import chain = %v, %v", serials, err)
 	}
@@ -195,7 +195,7 @@ func TestTokenLifecycle(t *testing.T) {
 	}
 	wantKind(t, "complete twice", f.svc.Complete(ctx, f.key, f.ref(v1)), fault.Conflict)
 	wantKind(t, "label after complete", f.svc.SetLabel(ctx, f.key, f.ref(v1), "late"), fault.Conflict)
-	_, err = f.svc.ImportPFX(ctx, f.key, f.ref(v1), readFixture(t, "rsa2048-modern.pfx"), vtoken.PINInput{Text: fixturePassword})
+	_, err = f.svc.ImportPFX(ctx, f.key, f.ref(v1), vtoken.Bytes(readFixture(t, "rsa2048-modern.pfx")), vtoken.PINInput{Text: fixturePassword})
 	wantKind(t, "import after complete", err, fault.Conflict)
 	l2, _ = f.svc.ListTokens(ctx, f.key, f.ref(""), vtoken.V2)
 	if l2[0].State != vtoken.StateComplete || l2[0].CertificateCount != 3 || l2[0].Label != strings.Repeat("é", 32) {
@@ -265,13 +265,16 @@ func TestAccess(t *testing.T) {
 	wantKind(t, "our token through another tenant", err, fault.NotFound)
 	for _, bad := range []vtoken.Ref{
 		{TenantID: f.tenant.ID, UserID: identity.NewObjectID().String(), TokenID: tok},
-		{TenantID: f.tenant.ID, UserID: "not-an-id", TokenID: tok},
 		{TenantID: f.tenant.ID, UserID: f.user, TokenID: identity.NewGUID()},
 		{TenantID: f.tenant.ID, UserID: f.user, TokenID: "not-a-guid"},
 	} {
 		_, err := f.svc.Certificates(ctx, f.key, bad)
 		wantKind(t, "unknown user or token", err, fault.NotFound)
 	}
+	_, err = f.svc.Certificates(ctx, f.key, vtoken.Ref{TenantID: f.tenant.ID, UserID: "not-an-id", TokenID: tok})
+	wantKind(t, "malformed user id", err, fault.Invalid)
+	_, err = f.svc.ExchangeKey(ctx, f.key, identity.NewGUID())
+	wantKind(t, "unknown tenant", err, fault.NotFound)
 	// The user id in hex is the same user.
 	id, _ := identity.ParseObjectID(f.user, "")
 	if _, err := f.svc.Certificates(ctx, f.key, vtoken.Ref{TenantID: f.tenant.ID, UserID: id.Hex(), TokenID: tok}); err != nil {
@@ -397,7 +400,7 @@ func TestEncryptedPasswords(t *testing.T) {
 		}
 		return base64.StdEncoding.EncodeToString(ct)
 	}
-	serials, err := f.svc.ImportPFX(ctx, f.key, f.ref(tok), readFixture(t, "rsa2048-legacy.pfx"), vtoken.PINInput{Text: encrypt(fixturePassword), Encrypted: true})
+	serials, err := f.svc.ImportPFX(ctx, f.key, f.ref(tok), vtoken.Bytes(readFixture(t, "rsa2048-legacy.pfx")), vtoken.PINInput{Text: encrypt(fixturePassword), Encrypted: true})
 	if err != nil || len(serials) != 1 {
 		t.Fatalf("import with an encrypted password: %v %v", serials, err)
 	}
@@ -413,7 +416,7 @@ func TestEncryptedPasswords(t *testing.T) {
 	sha1ct, _ := rsa.EncryptPKCS1v15(rand.Reader, key, []byte(fixturePassword))
 	for _, bad := range []string{base64.StdEncoding.EncodeToString(foreign), "!!not base64!!", fixturePassword,
 		base64.StdEncoding.EncodeToString(sha1ct), strings.Repeat("A", 5000), ""} {
-		_, err := f.svc.ImportPFX(ctx, f.key, f.ref(tok), readFixture(t, "rsa2048-modern.pfx"), vtoken.PINInput{Text: bad, Encrypted: true})
+		_, err := f.svc.ImportPFX(ctx, f.key, f.ref(tok), vtoken.Bytes(readFixture(t, "rsa2048-modern.pfx")), vtoken.PINInput{Text: bad, Encrypted: true})
 		wantKind(t, "bad ciphertext", err, fault.Invalid)
 		wantKind(t, "bad ciphertext on reset", f.svc.ResetPIN(ctx, f.key, f.ref(tok), vtoken.RoleUser, vtoken.PINInput{Text: bad, Encrypted: true}), fault.Invalid)
 	}
@@ -423,7 +426,7 @@ func TestSign(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()
 	tok := f.newToken(t, vtoken.V2)
-	if _, err := f.svc.ImportPFX(ctx, f.key, f.ref(tok), readFixture(t, "chain.pfx"), vtoken.PINInput{Text: fixturePassword}); err != nil {
+	if _, err := f.svc.ImportPFX(ctx, f.key, f.ref(tok), vtoken.Bytes(readFixture(t, "chain.pfx")), vtoken.PINInput{Text: fixturePassword}); err != nil {
 		t.Fatal(err)
 	}
 	data := []byte("document to sign")

@@ -58,7 +58,7 @@ func (s *Service) Sign(ctx context.Context, p identity.Principal, r Ref, req Sig
 	if len(req.Data) > MaxSignData {
 		return fail(fault.E(fault.TooLarge, fault.Field("data"), "data to sign is larger than 64 KiB"))
 	}
-	pw, err := s.decrypt(ctx, r.TenantID, req.Password.Text, req.Password.Encrypted, "password")
+	pw, err := s.decrypt(ctx, r.TenantID, req.Password, "password")
 	if err != nil {
 		return fail(err)
 	}

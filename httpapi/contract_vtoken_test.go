@@ -205,7 +205,9 @@ func contractVToken(t *testing.T, c *contract, f fixture) {
 		form, ct := pfxForm(t, "pfxCertificate", readVTokenFixture(t, "rsa4096-legacy.pfx"))
 		c.do(t, call{method: "POST", path: tokPath(tok2) + "/Certificate", token: key, header: http.Header{"X-Virtualtoken-Certificatepassword": {"pfx-password"}}, body: form, contentType: ct, want: 200})
 		p2 := tokPath(tok2) + "/Sign"
-		req2 := func(pw string) []byte { return jsonBody(map[string]any{"algorithm": "RS256", "data": data, "password": pw}) }
+		req2 := func(pw string) []byte {
+			return jsonBody(map[string]any{"algorithm": "RS256", "data": data, "password": pw})
+		}
 		c.do(t, call{method: "POST", path: p2, token: key, body: req2("user-pin-1"), want: 409})
 		c.do(t, call{method: "POST", path: tokPath(tok2) + "/Role/User:ResetPin", token: key, body: jsonBody("user-pin-1"), want: 204})
 		for range 5 {

@@ -49,6 +49,9 @@ func ParsePFX(pfx []byte, password string, maxKeySize int) (ParsedPFX, error) {
 	if len(pfx) == 0 {
 		return ParsedPFX{}, fault.E(fault.Invalid, fault.Field("pfxCertificate"), "the pfxCertificate file is empty")
 	}
+	if err := checkIterations(pfx); err != nil {
+		return ParsedPFX{}, err
+	}
 	key, leaf, chain, err := decodePFX(pfx, password)
 	if err != nil {
 		if errors.Is(err, pkcs12.ErrIncorrectPassword) {
@@ -190,7 +193,13 @@ func (s *Service) ImportPFX(ctx context.Context, p identity.Principal, r Ref, re
 	if err != nil {
 		return fail(err)
 	}
+	select {
+	case s.parsing <- struct{}{}:
+	case <-ctx.Done():
+		return fail(fault.E(fault.Unavailable, "request cancelled", ctx.Err()))
+	}
 	parsed, err := ParsePFX(pfx, pw, t.MaxKeySize)
+	<-s.parsing
 	if err != nil {
 		return fail(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"math/big"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -103,6 +104,11 @@ type Service struct {
 
 	mu       sync.Mutex
 	exchange map[string]*rsa.PrivateKey // opened exchange keys by tenant
+
+	// parsing bounds concurrent PFX decodes: their cost is set by the
+	// uploaded file (see MaxPBEIterations), so uploads cannot take every
+	// core at once.
+	parsing chan struct{}
 }
 
 // NewService returns a Service.
@@ -110,7 +116,7 @@ func NewService(cfg Config) *Service {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{cfg: cfg, exchange: map[string]*rsa.PrivateKey{}}
+	return &Service{cfg: cfg, exchange: map[string]*rsa.PrivateKey{}, parsing: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))}
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC().Truncate(time.Microsecond) }

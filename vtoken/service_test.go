@@ -128,6 +128,20 @@ func TestPFXGenerated(t *testing.T) {
 	if vtoken.SerialHex(got.Leaf) != "3072" || len(got.Chain) != 1 || vtoken.SerialHex(got.Chain[0]) != "CA" {
 		t.Errorf("chain before leaf: leaf %s chain %d", vtoken.SerialHex(got.Leaf), len(got.Chain))
 	}
+	// A file asking for more key-derivation iterations than allowed is
+	// refused before any derivation runs.
+	costly, err := pkcs12.Modern.WithIterations(vtoken.MaxPBEIterations+1).Encode(k3072, c3072, nil, "pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = vtoken.ParsePFX(costly, "pw", 4096)
+	if !strings.Contains(fault.MessageOf(err), "key-derivation iterations") {
+		t.Errorf("PFX with %d iterations: %v", vtoken.MaxPBEIterations+1, err)
+	}
+	if d := time.Since(start); d > 200*time.Millisecond {
+		t.Errorf("refusing the costly PFX took %v: the iterations ran", d)
+	}
 	for _, junk := range [][]byte{nil, []byte("not a pfx"), readFixture(t, "rsa2048-modern.pfx")[:500]} {
 		_, err := vtoken.ParsePFX(junk, "pw", 4096)
 		wantKind(t, "junk", err, fault.Invalid)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,6 +195,79 @@ var vtokenTests = []test{
 		got, err = s.ListCertificates(ctx, a, tk3.UserID, tk.ID)
 		if err != nil || len(got) != 0 {
 			t.Errorf("certificates after delete = %v, %v; want none", got, err)
+		}
+	}},
+}
+
+// vtokenConcurrencyTests check that UpdateToken is a read-modify-write
+// without lost updates and that AddCertificates and a completing
+// UpdateToken never interleave.
+var vtokenConcurrencyTests = []test{
+	{"VTokenUpdateNoLostUpdates", func(t *testing.T, ctx context.Context, s Store) {
+		a, u := identity.NewGUID(), identity.NewObjectID().String()
+		tk := NewVToken(a, u, Epoch)
+		if err := s.CreateToken(ctx, tk, 10); err != nil {
+			t.Fatal(err)
+		}
+		const n = 20
+		var wg sync.WaitGroup
+		errs := make(chan error, n)
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					_, err := s.UpdateToken(ctx, a, u, tk.ID, func(x *vtoken.Token) error { x.User.Failures++; return nil })
+					if fault.Is(fault.Unavailable, err) {
+						continue // busy: the caller retries
+					}
+					errs <- err
+					return
+				}
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.GetToken(ctx, a, u, tk.ID)
+		if err != nil || got.User.Failures != n {
+			t.Errorf("failures after %d concurrent increments = %d, %v", n, got.User.Failures, err)
+		}
+	}},
+	{"VTokenLimitUnderConcurrency", func(t *testing.T, ctx context.Context, s Store) {
+		a, u := identity.NewGUID(), identity.NewObjectID().String()
+		const limit, tries = 3, 12
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		created := 0
+		for range tries {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					err := s.CreateToken(ctx, NewVToken(a, u, Epoch), limit)
+					if fault.Is(fault.Unavailable, err) {
+						continue
+					}
+					if err == nil {
+						mu.Lock()
+						created++
+						mu.Unlock()
+					} else if !fault.Is(fault.Conflict, err) {
+						t.Error(err)
+					}
+					return
+				}
+			}()
+		}
+		wg.Wait()
+		list, _ := s.ListTokens(ctx, a, u)
+		if created != limit || len(list) != limit {
+			t.Errorf("created %d, stored %d tokens with a limit of %d", created, len(list), limit)
 		}
 	}},
 }

@@ -38,7 +38,7 @@ type vtokenEnv struct {
 	auth  string // "Authorization: <key>"
 }
 
-func newVTokenEnv(t *testing.T) vtokenEnv {
+func newVTokenEnv(t testing.TB) vtokenEnv {
 	t.Helper()
 	e := latchkeytest.New(t)
 	tn := e.NewTenant("vtoken-http")
@@ -51,14 +51,38 @@ func newVTokenEnv(t *testing.T) vtokenEnv {
 		auth: "Authorization: " + e.APIKey(tn, "", identity.AreaProvisioning)}
 }
 
-func (v vtokenEnv) createToken(t *testing.T) string {
+func (v vtokenEnv) createToken(t testing.TB) string {
 	t.Helper()
-	r := v.e.Do("POST", v.users, nil, v.auth)
+	return v.create(t, v.users)
+}
+
+// createTokenV2 creates a token that holds keys of up to 4096 bits.
+func (v vtokenEnv) createTokenV2(t testing.TB) string {
+	t.Helper()
+	return v.create(t, strings.Replace(v.users, "/V1.0/", "/V2.0/", 1))
+}
+
+func (v vtokenEnv) create(t testing.TB, path string) string {
+	r := v.e.Do("POST", path, nil, v.auth)
 	var id string
 	if r.Status != http.StatusOK || json.Unmarshal(r.Body, &id) != nil {
 		t.Fatalf("create token: %d %s", r.Status, r.Body)
 	}
 	return id
+}
+
+// pfxFormBoundary is pfxForm with the boundary "fuzzboundary".
+func pfxFormBoundary(t testing.TB, file []byte) ([]byte, string) {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	if err := w.SetBoundary("fuzzboundary"); err != nil {
+		t.Fatal(err)
+	}
+	fw, _ := w.CreateFormFile("pfxCertificate", "cert.pfx")
+	fw.Write(file)
+	w.Close()
+	return b.Bytes(), w.FormDataContentType()
 }
 
 // upload posts a multipart body to the token's Certificate route.

@@ -27,6 +27,7 @@ import (
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/latchkey/latchkey/vtoken"
 )
 
 // Store is what a Platform keeps its data in: every area's store.
@@ -41,6 +42,7 @@ type Store interface {
 	audit.ExportStore
 	events.Store
 	notify.Store
+	vtoken.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -146,6 +148,8 @@ type Platform struct {
 
 	metrics  *metrics.Metrics
 	gatherer prometheus.Gatherer // nil when the embedder's Registerer is not one
+	// VToken is area G: virtual token provisioning.
+	VToken *vtoken.Service
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -185,6 +189,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	// once New returns. A master key other than the one that sealed them
 	// fails here, before anything is served.
 	var keys *identity.KeySet
+	hasher := identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency)
 	err = withLock(ctx, cfg.Store, "platform-keys", func(ctx context.Context) error {
 		var err error
 		if keys, err = identity.LoadKeySet(ctx, cfg.Store, sealer, cfg.Clock, cfg.Issuer); err != nil {
@@ -192,7 +197,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		}
 		p.Identity = identity.NewService(identity.Config{
 			Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-			Hasher:           identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency),
+			Hasher:           hasher,
 			PlatformTokenTTL: cfg.PlatformTokenTTL,
 		})
 		p.Clients, err = clients.New(ctx, clients.Config{
@@ -240,6 +245,9 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		p.Close()
 		return nil, err
 	}
+	p.VToken = vtoken.NewService(vtoken.Config{
+		Store: cfg.Store, Directory: cfg.Store, Hasher: hasher, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+	})
 	return p, nil
 }
 

@@ -99,6 +99,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerAudit()
 	s.registerEvents()
 	s.registerNotify()
+	s.registerVToken()
 	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))
 	return s
 }

@@ -35,6 +35,7 @@ type Store struct {
 	exportJobs map[string]audit.ExportJob     // by id
 	eventLogs  map[string]*eventLog           // by tenant; see events.go
 	subs       map[subKey]notify.Subscription // see notify.go
+	vtoken     *vtokenData                    // virtual tokens; see vtoken.go
 
 	notReady error // what Ready returns; see SetNotReady
 }

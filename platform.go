@@ -241,13 +241,13 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	p.Notify = notify.NewService(notify.Config{
 		Store: cfg.Store, Tenants: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Waker: p.Events, Logger: cfg.Logger,
 	})
+	p.VToken = vtoken.NewService(vtoken.Config{
+		Store: cfg.Store, Directory: cfg.Store, Hasher: hasher, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+	})
 	if err := p.registerMetrics(); err != nil {
 		p.Close()
 		return nil, err
 	}
-	p.VToken = vtoken.NewService(vtoken.Config{
-		Store: cfg.Store, Directory: cfg.Store, Hasher: hasher, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-	})
 	return p, nil
 }
 

@@ -17,7 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-webauthn/webauthn/metadata"
+
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
@@ -37,6 +40,7 @@ type Store interface {
 	vault.Store
 	audit.ExportStore
 	events.Store
+	authenticator.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -71,6 +75,10 @@ type Config struct {
 	// EventRetention is how long events are kept after they were received;
 	// default events.DefaultRetention (30 days). Run deletes older ones.
 	EventRetention time.Duration
+	// FIDOMetadata is the FIDO Metadata Service the tenants whose
+	// attestation policy is "trusted" check imports and registrations
+	// against (see authenticator.LoadMetadata); nil refuses them.
+	FIDOMetadata metadata.Provider
 }
 
 // Locker is implemented by stores that several processes share
@@ -131,6 +139,8 @@ type Platform struct {
 	// Events is area F: the event log, posting, native events and queries;
 	// see events.go for the Platform methods that take a principal.
 	Events *events.Service
+	// Authenticators is area C: the FIDO authenticators of tenants' users.
+	Authenticators *authenticator.Service
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -218,6 +228,10 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		evcfg.Notify = func(ctx context.Context) error { return n.Notify(ctx, eventsChannel) }
 	}
 	p.Events = events.NewService(evcfg)
+	p.Authenticators = authenticator.NewService(authenticator.Config{
+		Store: cfg.Store, Directory: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Events: p.Events, Metadata: cfg.FIDOMetadata,
+	})
 	return p, nil
 }
 

@@ -404,8 +404,11 @@ func (s *Service) Update(ctx context.Context, p identity.Principal, ref Ref, id 
 		if fault.Is(fault.Conflict, err) && attempt < 3 {
 			continue // changed meanwhile: apply the request to the new state
 		}
-		if fault.Is(fault.NotFound, err) {
+		switch {
+		case fault.Is(fault.NotFound, err):
 			err = fault.E(fault.NotFound, MsgAuthenticatorMissing, err)
+		case fault.Is(fault.Conflict, err):
+			err = fault.E(fault.Unavailable, "The authenticator is being changed by other requests; try again.", err)
 		}
 		if err != nil {
 			return Authenticator{}, s.record(ctx, p, &t, ActionUpdate, err, meta)

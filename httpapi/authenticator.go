@@ -2,12 +2,15 @@ package httpapi
 
 import (
 	"bytes"
+	"encoding/json"
 	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-webauthn/webauthn/protocol"
 
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/fault"
@@ -26,6 +29,7 @@ func (s *Server) registerAuthenticators() {
 	s.handle("GET", base+"/{authenticatorId}", key, s.getAuthenticator)
 	s.handle("PATCH", base+"/{authenticatorId}", key, s.updateAuthenticator)
 	s.handle("DELETE", base+"/{authenticatorId}", key, s.deleteAuthenticator)
+	s.registerWebAuthn()
 }
 
 // authnRef reads the tenant code, user id and Object-Id-Format (header
@@ -232,4 +236,105 @@ func (s *Server) deleteAuthenticator(w http.ResponseWriter, r *http.Request) err
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// registerWebAuthn registers the FIDO conformance server routes of the
+// activation flow and inline registration (API.md), authenticated like the
+// rest of area C; their errors are {status:"failed", errorMessage}.
+func (s *Server) registerWebAuthn() {
+	base := s.opts.AuthenticatorURL + "/api/v1/tenants/{tenantCode}/webauthn"
+	key := s.apiKey(styleFIDO, identity.AreaAuthenticator)
+	s.handle("POST", base+"/attestation/options", key, s.attestationOptions)
+	s.handle("POST", base+"/attestation/result", key, s.attestationResult)
+	s.handle("POST", base+"/assertion/options", key, s.assertionOptions)
+	s.handle("POST", base+"/assertion/result", key, s.assertionResult)
+}
+
+// fidoOK is the conformance server API's success envelope.
+type fidoOK struct {
+	Status       string `json:"status"`
+	ErrorMessage string `json:"errorMessage"`
+}
+
+var fidoSuccess = fidoOK{Status: "ok", ErrorMessage: ""}
+
+func (s *Server) attestationOptions(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Username               string                          `json:"username"`
+		DisplayName            string                          `json:"displayName"`
+		AuthenticatorSelection protocol.AuthenticatorSelection `json:"authenticatorSelection"`
+		Attestation            string                          `json:"attestation"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	opts, err := s.p.Authenticators.BeginRegistration(r.Context(), principal(r), r.PathValue("tenantCode"), authenticator.RegistrationRequest{
+		Username: body.Username, DisplayName: body.DisplayName, AuthenticatorSelection: body.AuthenticatorSelection, Attestation: body.Attestation,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		fidoOK
+		authenticator.CreationOptions
+	}{fidoSuccess, opts})
+	return nil
+}
+
+func (s *Server) attestationResult(w http.ResponseWriter, r *http.Request) error {
+	b, err := readObjectBody(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.p.Authenticators.FinishRegistration(r.Context(), principal(r), r.PathValue("tenantCode"), b); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, fidoSuccess)
+	return nil
+}
+
+func (s *Server) assertionOptions(w http.ResponseWriter, r *http.Request) error {
+	var body struct {
+		Username         string `json:"username"`
+		UserVerification string `json:"userVerification"`
+	}
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	opts, err := s.p.Authenticators.BeginAssertion(r.Context(), principal(r), r.PathValue("tenantCode"), authenticator.AssertionRequest{
+		Username: body.Username, UserVerification: body.UserVerification,
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, struct {
+		fidoOK
+		authenticator.RequestOptions
+	}{fidoSuccess, opts})
+	return nil
+}
+
+func (s *Server) assertionResult(w http.ResponseWriter, r *http.Request) error {
+	b, err := readObjectBody(r)
+	if err != nil {
+		return err
+	}
+	if _, err := s.p.Authenticators.FinishAssertion(r.Context(), principal(r), r.PathValue("tenantCode"), b); err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, fidoSuccess)
+	return nil
+}
+
+// readObjectBody reads a JSON object body as raw bytes for a parser that
+// decodes it itself (go-webauthn's), after the checks decodeJSON makes.
+func readObjectBody(r *http.Request) ([]byte, error) {
+	var raw json.RawMessage
+	if err := decodeJSON(r, &raw); err != nil {
+		return nil, err
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil, fault.E(fault.Invalid, "the body must be a JSON object")
+	}
+	return raw, nil
 }

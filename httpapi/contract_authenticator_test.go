@@ -130,6 +130,54 @@ func contractAuthenticator(t *testing.T, c *contract, f fixture) {
 		c.do(t, call{method: "PATCH", path: list + "/YWJj", header: key, body: []byte(`{}`), want: 404})
 	})
 
+	t.Run("webauthn", func(t *testing.T) {
+		wa := "/api/v1/tenants/" + f.acme.code + "/webauthn"
+		missing := "/api/v1/tenants/NOPE000000/webauthn"
+		dev := authenticatortest.New(contractRPID, contractOrigin)
+		c.do(t, call{method: "POST", path: list, header: key, body: importBody(dev, authenticatortest.FormatPackedSelf), want: 200})
+		// Activation: an assertion by the pending imported authenticator.
+		_, got := c.do(t, call{method: "POST", path: wa + "/assertion/options", header: key, body: jsonBody(map[string]any{"username": "carol", "userVerification": "preferred"}), want: 200})
+		opts := decode[map[string]any](t, got)
+		assertion := dev.AssertionJSON(dev.Assert(opts["challenge"].(string)))
+		_, got = c.do(t, call{method: "POST", path: wa + "/assertion/result", header: key, body: assertion, want: 200})
+		if r := decode[map[string]any](t, got); r["status"] != "ok" {
+			t.Errorf("assertion result %v", r)
+		}
+		_, got = c.do(t, call{method: "GET", path: list + "/" + dev.ID(), header: key, want: 200})
+		if a := decode[map[string]any](t, got); a["state"] != "active" || a["lastSuccessAuthnDateTime"] == nil {
+			t.Errorf("after activation %v", a)
+		}
+		c.do(t, call{method: "PATCH", path: list + "/" + dev.ID(), header: key, body: []byte(`{"state":"suspended"}`), want: 200})
+		_, got = c.do(t, call{method: "POST", path: wa + "/assertion/result", header: key, body: assertion, req: reqProse, want: 400})
+		if r := decode[map[string]any](t, got); r["status"] != "failed" || r["errorMessage"] != authenticator.MsgChallengeUnknown {
+			t.Errorf("replayed assertion %v", r)
+		}
+		c.do(t, call{method: "POST", path: wa + "/assertion/options", header: key, body: jsonBody(map[string]any{"username": ""}), req: reqProse, want: 400})
+		c.do(t, call{method: "POST", path: wa + "/assertion/options", header: key, body: jsonBody(map[string]any{"username": "nobody"}), want: 404})
+		c.do(t, call{method: "POST", path: missing + "/assertion/options", header: key, body: jsonBody(map[string]any{"username": "carol"}), want: 404})
+		c.do(t, call{method: "POST", path: wa + "/assertion/options", body: jsonBody(map[string]any{"username": "carol"}), req: reqInvalid, want: 401})
+		c.do(t, call{method: "POST", path: missing + "/assertion/result", header: key, body: assertion, want: 404})
+		c.do(t, call{method: "POST", path: wa + "/assertion/result", body: assertion, req: reqInvalid, want: 401})
+
+		// Inline registration.
+		_, got = c.do(t, call{method: "POST", path: wa + "/attestation/options", header: key, body: jsonBody(map[string]any{"username": "carol", "attestation": "direct"}), want: 200})
+		opts = decode[map[string]any](t, got)
+		reg := authenticatortest.New(contractRPID, contractOrigin)
+		cdj, att := reg.Register(opts["challenge"].(string), authenticatortest.FormatPackedX5C)
+		cred := reg.CredentialJSON(cdj, att)
+		c.do(t, call{method: "POST", path: wa + "/attestation/result", header: key, body: cred, want: 200})
+		_, got = c.do(t, call{method: "GET", path: list + "/" + reg.ID(), header: key, want: 200})
+		if a := decode[map[string]any](t, got); a["state"] != "active" || a["metadata"].(map[string]any)["provenance"] != "inline" {
+			t.Errorf("registered %v", a)
+		}
+		c.do(t, call{method: "POST", path: wa + "/attestation/result", header: key, body: cred, req: reqProse, want: 400})
+		c.do(t, call{method: "POST", path: wa + "/attestation/options", header: key, body: jsonBody(map[string]any{"username": "nobody"}), want: 404})
+		c.do(t, call{method: "POST", path: wa + "/attestation/options", header: key, body: jsonBody(map[string]any{"username": "carol", "attestation": "sometimes"}), req: reqInvalid, want: 400})
+		c.do(t, call{method: "POST", path: wa + "/attestation/options", body: jsonBody(map[string]any{"username": "carol"}), req: reqInvalid, want: 401})
+		c.do(t, call{method: "POST", path: missing + "/attestation/result", header: key, body: cred, want: 404})
+		c.do(t, call{method: "POST", path: wa + "/attestation/result", body: cred, req: reqInvalid, want: 401})
+	})
+
 	t.Run("delete", func(t *testing.T) {
 		c.do(t, call{method: "DELETE", path: one, header: bound, want: 403})
 		c.do(t, call{method: "DELETE", path: one, header: key, want: 204})

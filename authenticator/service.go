@@ -85,8 +85,9 @@ type Config struct {
 // checks the tenant, so a key of another tenant is fault.Unauthenticated
 // with the spec's message).
 type Service struct {
-	cfg Config
-	log *slog.Logger
+	cfg   Config
+	log   *slog.Logger
+	batch *batcher // nil unless the Store is a BatchStore
 }
 
 // NewService returns a Service.
@@ -97,7 +98,11 @@ func NewService(cfg Config) *Service {
 	if cfg.ChallengeTTL <= 0 {
 		cfg.ChallengeTTL = DefaultChallengeTTL
 	}
-	return &Service{cfg: cfg, log: cfg.Logger}
+	s := &Service{cfg: cfg, log: cfg.Logger}
+	if bs, ok := cfg.Store.(BatchStore); ok {
+		s.batch = &batcher{st: bs}
+	}
+	return s
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC().Truncate(time.Microsecond) }
@@ -330,7 +335,11 @@ func (s *Service) store(ctx context.Context, t target, v attested, state, proven
 		SignCount: int64(v.signCount), COSEAlg: v.alg, Provenance: provenance, PublicKey: v.publicKey,
 		AttestationFormat: v.format, AttestationType: v.attType,
 	}
-	if err := s.cfg.Store.CreateAuthenticator(ctx, a); err != nil {
+	create := s.cfg.Store.CreateAuthenticator
+	if s.batch != nil {
+		create = s.batch.create
+	}
+	if err := create(ctx, a); err != nil {
 		if fault.Is(fault.Conflict, err) {
 			return Authenticator{}, fault.E(fault.Conflict, MsgInUse, err)
 		}

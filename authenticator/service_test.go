@@ -505,3 +505,41 @@ func TestListPaging(t *testing.T) {
 		t.Errorf("huge page index: %+v %v", pg, err)
 	}
 }
+
+// TestConcurrentImports imports from many goroutines at once, each
+// credential twice, through the group commit: every credential is stored
+// once, its second import is a conflict.
+func TestConcurrentImports(t *testing.T) {
+	f := newFixture(t)
+	const n = 40
+	reqs := make([]authenticator.ImportRequest, n)
+	for i := range reqs {
+		cdj, att := authenticatortest.New(rpID, origin).Register("Y29uY3VycmVudA", authenticatortest.FormatPackedSelf)
+		reqs[i] = importReq(cdj, att)
+	}
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ok, conflicts := 0, 0
+	for i := range 2 * n {
+		wg.Go(func() {
+			_, err := f.svc.Import(t.Context(), f.key, f.ref, reqs[i%n])
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err == nil:
+				ok++
+			case fault.Is(fault.Conflict, err):
+				conflicts++
+			default:
+				t.Errorf("import: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if ok != n || conflicts != n {
+		t.Errorf("%d stored and %d conflicts, want %d of each", ok, conflicts, n)
+	}
+	if pg, err := f.svc.List(t.Context(), f.key, f.ref, 0, 20); err != nil || pg.TotalItems != n {
+		t.Errorf("list: %d %v", pg.TotalItems, err)
+	}
+}

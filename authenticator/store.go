@@ -52,3 +52,16 @@ type Store interface {
 	// to check.
 	TakeChallenge(ctx context.Context, tenantID, value string) (Challenge, error)
 }
+
+// BatchStore is implemented by stores that can create several
+// authenticators in one transaction (every store of this module does).
+// When the Store is one, concurrent imports and registrations share
+// transactions (group commit): one durable commit serves all of them,
+// instead of one commit each.
+type BatchStore interface {
+	// CreateAuthenticators stores as in one transaction and returns, for
+	// each, nil or fault.Conflict (its tenant already has that id,
+	// including from earlier in as), as CreateAuthenticator would. err is
+	// a failure of the whole transaction: then none is stored.
+	CreateAuthenticators(ctx context.Context, as []Authenticator) (errs []error, err error)
+}

@@ -65,7 +65,9 @@ func TestRecordedVectors(t *testing.T) {
 			}
 			// The same registration for another relying party is refused.
 			g := newFixture(t)
-			g.setSettings(t, func(s *identity.Settings) { s.WebAuthn = identity.WebAuthn{RPID: "other.example", Origins: []string{v.Origin}} })
+			g.setSettings(t, func(s *identity.Settings) {
+				s.WebAuthn = identity.WebAuthn{RPID: "other.example", Origins: []string{v.Origin}}
+			})
 			if _, err := g.svc.Import(t.Context(), g.key, g.ref, req); !fault.Is(fault.Invalid, err) {
 				t.Errorf("other RP ID: %v", err)
 			}

@@ -142,3 +142,14 @@ func (s *Store) TakeChallenge(ctx context.Context, tenantID, value string) (auth
 	delete(m, tenantID+"/"+value)
 	return c, nil
 }
+
+var _ authenticator.BatchStore = (*Store)(nil)
+
+// CreateAuthenticators implements authenticator.BatchStore.
+func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Authenticator) ([]error, error) {
+	errs := make([]error, len(as))
+	for i, a := range as {
+		errs[i] = s.CreateAuthenticator(ctx, a)
+	}
+	return errs, nil
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/fault"
@@ -138,4 +139,34 @@ func (s *Store) TakeChallenge(ctx context.Context, tenantID, value string) (auth
 	copy(c.UserID[:], uid)
 	c.CreatedAt, c.ExpiresAt = c.CreatedAt.UTC(), c.ExpiresAt.UTC()
 	return c, nil
+}
+
+var _ authenticator.BatchStore = (*Store)(nil)
+
+// CreateAuthenticators implements authenticator.BatchStore: one
+// transaction, each row inserted unless its key exists (ON CONFLICT DO
+// NOTHING), so a duplicate fails alone; the inserts travel in one batch.
+func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Authenticator) ([]error, error) {
+	var errs []error
+	err := s.tx(ctx, func(tx pgx.Tx) error {
+		errs = make([]error, len(as))
+		b := &pgx.Batch{}
+		for i, a := range as {
+			b.Queue(`INSERT INTO authenticators (`+authnCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+				ON CONFLICT (tenant_id, id) DO NOTHING`,
+				a.TenantID, a.ID, a.UserID[:], a.Type, a.State, a.LastUsedAt, a.LastSuccessAt, a.CreatedAt, a.UpdatedAt, a.AAGUID,
+				a.FriendlyName, a.RPID, a.SignCount, a.COSEAlg, a.Provenance, a.PublicKey, a.AttestationFormat, a.AttestationType).
+				Exec(func(tag pgconn.CommandTag) error {
+					if tag.RowsAffected() == 0 {
+						errs[i] = fault.E(fault.Conflict, "authenticator exists")
+					}
+					return nil
+				})
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
 }

@@ -144,3 +144,38 @@ func (s *Store) TakeChallenge(ctx context.Context, tenantID, value string) (auth
 	c.CreatedAt, c.ExpiresAt = fromMicros(created), fromMicros(expires)
 	return c, nil
 }
+
+var _ authenticator.BatchStore = (*Store)(nil)
+
+// CreateAuthenticators implements authenticator.BatchStore: one write
+// transaction, each row inserted unless its key exists (ON CONFLICT DO
+// NOTHING), so a duplicate fails alone.
+func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Authenticator) ([]error, error) {
+	errs := make([]error, len(as))
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, `INSERT INTO authenticators (`+authnCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (tenant_id, id) DO NOTHING`)
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		for i, a := range as {
+			res, err := st.ExecContext(ctx, a.TenantID, a.ID, a.UserID[:], a.Type, a.State, nullMicros(a.LastUsedAt), nullMicros(a.LastSuccessAt),
+				micros(a.CreatedAt), micros(a.UpdatedAt), a.AAGUID, a.FriendlyName, a.RPID, a.SignCount, a.COSEAlg, a.Provenance, a.PublicKey,
+				a.AttestationFormat, a.AttestationType)
+			if err != nil {
+				return err
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return err
+			} else if n == 0 {
+				errs[i] = fault.E(fault.Conflict, "authenticator exists")
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}

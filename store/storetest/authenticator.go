@@ -160,6 +160,45 @@ var authenticatorTests = []test{
 			t.Errorf("re-create after delete: %v", err)
 		}
 	}},
+	{"AuthenticatorBatchCreate", func(t *testing.T, ctx context.Context, s Store) {
+		bs, ok := s.(authenticator.BatchStore)
+		if !ok {
+			t.Fatal("the store is not an authenticator.BatchStore")
+		}
+		ta := identity.NewGUID()
+		u := identity.NewObjectID()
+		old := NewAuthenticator(ta, u, "old", Epoch)
+		if err := s.CreateAuthenticator(ctx, old); err != nil {
+			t.Fatal(err)
+		}
+		a, b := NewAuthenticator(ta, u, "a", Epoch), NewAuthenticator(ta, u, "b", Epoch.Add(time.Second))
+		errs, err := bs.CreateAuthenticators(ctx, []authenticator.Authenticator{a, NewAuthenticator(ta, u, "old", Epoch), b, b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var kinds []string
+		for _, e := range errs {
+			kinds = append(kinds, fault.KindOf(e).String())
+			if e == nil {
+				kinds[len(kinds)-1] = "ok"
+			}
+		}
+		if diff := gocmp.Diff([]string{"ok", fault.Conflict.String(), "ok", fault.Conflict.String()}, kinds); diff != "" {
+			t.Errorf("outcomes (-want +got):\n%s", diff)
+		}
+		for _, want := range []authenticator.Authenticator{old, a, b} {
+			got, err := s.GetAuthenticator(ctx, ta, want.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := gocmp.Diff(want, got); diff != "" {
+				t.Errorf("stored (-want +got):\n%s", diff)
+			}
+		}
+		if _, total, _ := s.ListAuthenticators(ctx, ta, u, 0, 20); total != 3 {
+			t.Errorf("%d stored, want 3", total)
+		}
+	}},
 	{"ChallengeSingleUseAndSweep", func(t *testing.T, ctx context.Context, s Store) {
 		ta, tb := identity.NewGUID(), identity.NewGUID()
 		c := authenticator.Challenge{TenantID: ta, Value: "chal-1", UserID: identity.NewObjectID(), Ceremony: authenticator.CeremonyGet,

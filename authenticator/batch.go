@@ -1,0 +1,77 @@
+package authenticator
+
+import (
+	"context"
+	"sync"
+)
+
+// maxBatch bounds the authenticators of one group commit.
+const maxBatch = 256
+
+// batcher group-commits authenticator creations through a BatchStore:
+// a caller that finds no commit running commits every pending creation
+// (its own first); callers arriving meanwhile wait and are committed by the
+// next batch. No goroutine outlives the pending work.
+type batcher struct {
+	st      BatchStore
+	mu      sync.Mutex
+	pending []*createReq
+	busy    bool
+}
+
+type createReq struct {
+	a    Authenticator
+	done chan error
+}
+
+// create stores a and returns once its transaction has committed.
+func (b *batcher) create(ctx context.Context, a Authenticator) error {
+	r := &createReq{a: a, done: make(chan error, 1)}
+	b.mu.Lock()
+	b.pending = append(b.pending, r)
+	if !b.busy {
+		b.busy = true
+		b.mu.Unlock()
+		b.commitOne(context.WithoutCancel(ctx))
+	} else {
+		b.mu.Unlock()
+	}
+	select {
+	case err := <-r.done:
+		return err
+	case <-ctx.Done():
+		// The creation may still commit; the caller only stops waiting.
+		return ctx.Err()
+	}
+}
+
+// commitOne commits one batch of pending creations; when more are pending
+// afterwards, a goroutine goes on committing them, so that this caller is
+// answered after one commit however busy the store is.
+func (b *batcher) commitOne(ctx context.Context) {
+	b.mu.Lock()
+	n := min(len(b.pending), maxBatch)
+	batch := b.pending[:n:n]
+	b.pending = b.pending[n:]
+	b.mu.Unlock()
+	as := make([]Authenticator, len(batch))
+	for i, r := range batch {
+		as[i] = r.a
+	}
+	errs, err := b.st.CreateAuthenticators(ctx, as)
+	for i, r := range batch {
+		if err != nil {
+			r.done <- err
+		} else {
+			r.done <- errs[i]
+		}
+	}
+	b.mu.Lock()
+	if len(b.pending) == 0 {
+		b.busy = false
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	go b.commitOne(ctx)
+}

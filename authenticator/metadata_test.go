@@ -1,18 +1,9 @@
 package authenticator_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/base64"
-	"math/big"
 	"testing"
-	"time"
 
 	"github.com/go-webauthn/webauthn/metadata"
-	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/authenticator/authenticatortest"
@@ -20,45 +11,14 @@ import (
 	"github.com/latchkey/latchkey/identity"
 )
 
-// mdsEntry describes one authenticator model of a test BLOB.
-type mdsEntry struct {
-	aaguid string
-	root   *x509.Certificate
-	status string
-}
-
-// testBLOB signs a FIDO MDS3 BLOB with a fresh root (no x5c: the root is
-// the signing certificate) and returns it with the root, base64 DER.
-func testBLOB(t *testing.T, entries ...mdsEntry) ([]byte, string) {
+// testBLOB is authenticatortest.MetadataBLOB, failing t on error.
+func testBLOB(t *testing.T, entries ...authenticatortest.MetadataEntry) ([]byte, string) {
 	t.Helper()
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "Test MDS Root"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour * 24), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	blob, root, err := authenticatortest.MetadataBLOB(entries...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var list []any
-	for _, e := range entries {
-		list = append(list, map[string]any{
-			"aaguid": e.aaguid,
-			"metadataStatement": map[string]any{
-				"aaguid": e.aaguid, "description": "Latchkey test authenticator", "schema": 3, "protocolFamily": "fido2",
-				"attestationTypes":            []string{"basic_full"},
-				"attestationRootCertificates": []string{base64.StdEncoding.EncodeToString(e.root.Raw)},
-				"authenticationAlgorithms":    []string{"secp256r1_ecdsa_sha256_raw"},
-			},
-			"statusReports":          []any{map[string]any{"status": e.status, "effectiveDate": "2025-01-01"}},
-			"timeOfLastStatusChange": "2025-01-01",
-		})
-	}
-	claims := jwt.MapClaims{"legalHeader": "test", "no": 1, "nextUpdate": "2099-01-01", "entries": list}
-	tok, err := jwt.NewWithClaims(jwt.SigningMethodES256, claims).SignedString(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return []byte(tok), base64.StdEncoding.EncodeToString(der)
+	return blob, root
 }
 
 func TestTrustedAttestationPolicy(t *testing.T) {
@@ -69,8 +29,8 @@ func TestTrustedAttestationPolicy(t *testing.T) {
 	unlisted := authenticatortest.New(rpID, origin)
 	ucdj, uatt := unlisted.Register("dHJ1c3RlZA", authenticatortest.FormatPackedX5C)
 	blob, root := testBLOB(t,
-		mdsEntry{identityUUID(certified.AAGUID), certified.RootCert, string(metadata.FidoCertified)},
-		mdsEntry{identityUUID(revoked.AAGUID), revoked.RootCert, string(metadata.Revoked)},
+		authenticatortest.MetadataEntry{AAGUID: identityUUID(certified.AAGUID), Root: certified.RootCert, Status: string(metadata.FidoCertified)},
+		authenticatortest.MetadataEntry{AAGUID: identityUUID(revoked.AAGUID), Root: revoked.RootCert, Status: string(metadata.Revoked)},
 	)
 	mds, err := authenticator.LoadMetadata(blob, root)
 	if err != nil {

@@ -50,6 +50,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ExportPollEvery, "export-poll", 0, "how often an idle export worker looks for jobs (default 1m; PostgreSQL wakes it sooner)")
 	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let event-stream endpoints be on loopback or private addresses")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "external URL of the plain listener (default http://<addr>)")
+	fs.StringVar(&cfg.FIDOMetadataFile, "fido-mds", "", "FIDO Metadata Service BLOB file, for tenants whose attestation policy is trusted")
+	fs.StringVar(&cfg.FIDOMetadataRootFile, "fido-mds-root", "", "trust anchor of the -fido-mds BLOB, PEM or base64 DER (default the FIDO Alliance root)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -57,16 +57,17 @@ type Config struct {
 	ExportLeaseFor, ExportPollEvery time.Duration
 	AllowPrivateEndpoints           bool
 	PublicURL                       string
+	AdminPassword                   string // "" means generate on first start
+	MasterKey                       string // base64; "" means the data directory's master.key
+	Logger                          *slog.Logger
+	Stdout                          io.Writer
+	// Ready, when set, receives the bound addresses once the server serves.
+	Ready func(httpAddr, tlsAddr string)
+
 	// FIDOMetadataFile is a FIDO Metadata Service BLOB for tenants whose
 	// attestation policy is "trusted"; FIDOMetadataRootFile its trust
 	// anchor (PEM or base64 DER), "" meaning the FIDO Alliance's root.
 	FIDOMetadataFile, FIDOMetadataRootFile string
-	AdminPassword                          string // "" means generate on first start
-	MasterKey                              string // base64; "" means the data directory's master.key
-	Logger                                 *slog.Logger
-	Stdout                                 io.Writer
-	// Ready, when set, receives the bound addresses once the server serves.
-	Ready func(httpAddr, tlsAddr string)
 }
 
 // Run serves until ctx ends, then shuts down gracefully.

@@ -3,6 +3,8 @@ package authenticator
 import (
 	"context"
 	"sync"
+
+	"github.com/latchkey/latchkey/audit"
 )
 
 // maxBatch bounds the authenticators of one group commit.
@@ -14,19 +16,27 @@ const maxBatch = 256
 // next batch. No goroutine outlives the pending work.
 type batcher struct {
 	st      BatchStore
+	audited AuditedBatchStore // st, when it can also append audit records
 	mu      sync.Mutex
 	pending []*createReq
 	busy    bool
 }
 
 type createReq struct {
-	a    Authenticator
-	done chan error
+	a            Authenticator
+	ok, conflict *audit.Record // appended with the creation (audited only)
+	done         chan error
 }
 
 // create stores a and returns once its transaction has committed.
 func (b *batcher) create(ctx context.Context, a Authenticator) error {
-	r := &createReq{a: a, done: make(chan error, 1)}
+	return b.createAudited(ctx, a, nil, nil)
+}
+
+// createAudited is create that also appends ok or conflict, by outcome, in
+// the creation's transaction; b.audited must be set when either is.
+func (b *batcher) createAudited(ctx context.Context, a Authenticator, ok, conflict *audit.Record) error {
+	r := &createReq{a: a, ok: ok, conflict: conflict, done: make(chan error, 1)}
 	b.mu.Lock()
 	b.pending = append(b.pending, r)
 	if !b.busy {
@@ -55,10 +65,21 @@ func (b *batcher) commitOne(ctx context.Context) {
 	b.pending = b.pending[n:]
 	b.mu.Unlock()
 	as := make([]Authenticator, len(batch))
+	ok, conflict := make([]*audit.Record, len(batch)), make([]*audit.Record, len(batch))
+	audited := false
 	for i, r := range batch {
-		as[i] = r.a
+		as[i], ok[i], conflict[i] = r.a, r.ok, r.conflict
+		audited = audited || r.ok != nil || r.conflict != nil
 	}
-	errs, err := b.st.CreateAuthenticators(ctx, as)
+	var (
+		errs []error
+		err  error
+	)
+	if audited {
+		errs, err = b.audited.CreateAuthenticatorsAudited(ctx, as, ok, conflict)
+	} else {
+		errs, err = b.st.CreateAuthenticators(ctx, as)
+	}
 	for i, r := range batch {
 		if err != nil {
 			r.done <- err

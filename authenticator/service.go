@@ -88,6 +88,10 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 	batch *batcher // nil unless the Store is a BatchStore
+	// builder is set when the audit record of a creation can be written in
+	// the creation's transaction (an AuditedBatchStore and an
+	// audit.Builder sink).
+	builder audit.Builder
 }
 
 // NewService returns a Service.
@@ -101,6 +105,11 @@ func NewService(cfg Config) *Service {
 	s := &Service{cfg: cfg, log: cfg.Logger}
 	if bs, ok := cfg.Store.(BatchStore); ok {
 		s.batch = &batcher{st: bs}
+		if abs, ok := cfg.Store.(AuditedBatchStore); ok {
+			if b, ok := cfg.Audit.(audit.Builder); ok {
+				s.batch.audited, s.builder = abs, b
+			}
+		}
 	}
 	return s
 }
@@ -275,65 +284,88 @@ func (s *Service) Import(ctx context.Context, p identity.Principal, ref Ref, req
 	if err != nil {
 		return Authenticator{}, s.record(ctx, p, &t, ActionImport, err, meta)
 	}
-	a, err := s.importChecked(ctx, t, req)
-	if err != nil {
-		return Authenticator{}, s.record(ctx, p, &t, ActionImport, err, meta)
-	}
-	meta["authenticator"] = map[string]any{"id": a.ID, "aaguid": a.AAGUID, "format": a.AttestationFormat, "attestationType": a.AttestationType}
-	if err := s.record(ctx, p, &t, ActionImport, nil, meta); err != nil {
+	a, recorded, err := s.importChecked(ctx, t, req, meta)
+	if !recorded {
+		if err == nil {
+			meta = successMeta(meta, a)
+		}
+		if rerr := s.record(ctx, p, &t, ActionImport, err, meta); rerr != nil || err != nil {
+			return Authenticator{}, rerr
+		}
+	} else if err != nil {
 		return Authenticator{}, err
 	}
 	s.emit(ctx, a, "301", "", a.State)
 	return a, nil
 }
 
-func (s *Service) importChecked(ctx context.Context, t target, req ImportRequest) (Authenticator, error) {
+func (s *Service) importChecked(ctx context.Context, t target, req ImportRequest, meta map[string]any) (Authenticator, bool, error) {
 	if req.Null {
-		return Authenticator{}, fault.E(fault.Invalid, MsgAuthenticatorNull)
+		return Authenticator{}, false, fault.E(fault.Invalid, MsgAuthenticatorNull)
 	}
 	if req.Type != TypeFIDO {
-		return Authenticator{}, fault.E(fault.Invalid, fault.Field("type"), MsgOnlyFIDO)
+		return Authenticator{}, false, fault.E(fault.Invalid, fault.Field("type"), MsgOnlyFIDO)
 	}
 	st := t.tenant.Settings
 	if !st.HasFeature(identity.FeatureFIDOImport) {
-		return Authenticator{}, fault.E(fault.Forbidden, MsgPlan)
+		return Authenticator{}, false, fault.E(fault.Forbidden, MsgPlan)
 	}
 	if !st.FIDOImportEnabled {
-		return Authenticator{}, fault.E(fault.Forbidden, MsgImportDisabled)
+		return Authenticator{}, false, fault.E(fault.Forbidden, MsgImportDisabled)
 	}
 	if req.ClientDataJSON == "" {
-		return Authenticator{}, fault.E(fault.Invalid, fault.Field(fieldClientData), "The clientDataJson field is required.")
+		return Authenticator{}, false, fault.E(fault.Invalid, fault.Field(fieldClientData), "The clientDataJson field is required.")
 	}
 	if req.AttestationObject == "" {
-		return Authenticator{}, fault.E(fault.Invalid, fault.Field(fieldAttestation), "The attestationObject field is required.")
+		return Authenticator{}, false, fault.E(fault.Invalid, fault.Field(fieldAttestation), "The attestationObject field is required.")
 	}
 	if err := checkFriendlyName(req.FriendlyName, false); err != nil {
-		return Authenticator{}, err
+		return Authenticator{}, false, err
 	}
 	cdj, ok := decodeB64URL(req.ClientDataJSON)
 	if !ok {
-		return Authenticator{}, fault.E(fault.Invalid, MsgClientDataB64)
+		return Authenticator{}, false, fault.E(fault.Invalid, MsgClientDataB64)
 	}
 	att, ok := decodeB64URL(req.AttestationObject)
 	if !ok {
-		return Authenticator{}, fault.E(fault.Invalid, MsgAttestationB64)
+		return Authenticator{}, false, fault.E(fault.Invalid, MsgAttestationB64)
 	}
 	v, err := verifyRegistration(cdj, att, st.WebAuthn, "", st.AttestationPolicy == identity.AttestationPolicyTrusted, s.cfg.Metadata)
 	if err != nil {
-		return Authenticator{}, err
+		return Authenticator{}, false, err
 	}
-	return s.store(ctx, t, v, StatePending, ProvenanceImported, req.FriendlyName)
+	return s.store(ctx, t, v, StatePending, ProvenanceImported, req.FriendlyName, ActionImport, meta)
 }
 
-// store saves a verified registration.
-func (s *Service) store(ctx context.Context, t target, v attested, state, provenance, name string) (Authenticator, error) {
+// store saves a verified registration. The record of the action (with
+// meta, plus the user and authenticator on success) is written in the
+// creation's transaction when the store allows it; recorded then says so,
+// and the caller records nothing more for this outcome.
+func (s *Service) store(ctx context.Context, t target, v attested, state, provenance, name, action string, meta map[string]any) (a Authenticator, recorded bool, err error) {
 	now := s.now()
-	a := Authenticator{
+	a = Authenticator{
 		ID: base64.RawURLEncoding.EncodeToString(v.credentialID), TenantID: t.tenant.ID, UserID: t.user.ID,
 		Type: TypeFIDO, State: state, CreatedAt: now, UpdatedAt: now,
 		AAGUID: v.aaguid, FriendlyName: strings.TrimSpace(name), RPID: t.tenant.Settings.WebAuthn.RPID,
 		SignCount: int64(v.signCount), COSEAlg: v.alg, Provenance: provenance, PublicKey: v.publicKey,
 		AttestationFormat: v.format, AttestationType: v.attType,
+	}
+	inUse := func(cause error) error { return fault.E(fault.Conflict, MsgInUse, cause) }
+	if s.builder != nil {
+		okMeta := successMeta(meta, a)
+		okRec, err1 := s.builder.Build(ctx, audit.Entry{TenantID: a.TenantID, Source: audit.SourceAuthenticator, Action: action, Meta: okMeta})
+		badRec, err2 := s.builder.Build(ctx, audit.Entry{TenantID: a.TenantID, Source: audit.SourceAuthenticator, Action: action, Meta: meta, Err: inUse(nil)})
+		if err1 == nil && err2 == nil {
+			err := s.batch.createAudited(ctx, a, okRec, badRec)
+			switch {
+			case err == nil:
+				return a, true, nil
+			case fault.Is(fault.Conflict, err):
+				return Authenticator{}, true, inUse(err)
+			default:
+				return Authenticator{}, false, err
+			}
+		}
 	}
 	create := s.cfg.Store.CreateAuthenticator
 	if s.batch != nil {
@@ -341,11 +373,22 @@ func (s *Service) store(ctx context.Context, t target, v attested, state, proven
 	}
 	if err := create(ctx, a); err != nil {
 		if fault.Is(fault.Conflict, err) {
-			return Authenticator{}, fault.E(fault.Conflict, MsgInUse, err)
+			return Authenticator{}, false, inUse(err)
 		}
-		return Authenticator{}, err
+		return Authenticator{}, false, err
 	}
-	return a, nil
+	return a, false, nil
+}
+
+// successMeta is meta plus the user and the authenticator of a creation.
+func successMeta(meta map[string]any, a Authenticator) map[string]any {
+	out := make(map[string]any, len(meta)+2)
+	for k, v := range meta {
+		out[k] = v
+	}
+	out["user"] = map[string]any{"id": a.UserID.String()}
+	out["authenticator"] = map[string]any{"id": a.ID, "aaguid": a.AAGUID, "format": a.AttestationFormat, "attestationType": a.AttestationType}
+	return out
 }
 
 // decodeB64URL decodes base64url text, padded or not, of at most

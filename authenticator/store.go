@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
+
 	"github.com/latchkey/latchkey/identity"
 )
 
@@ -64,4 +66,17 @@ type BatchStore interface {
 	// including from earlier in as), as CreateAuthenticator would. err is
 	// a failure of the whole transaction: then none is stored.
 	CreateAuthenticators(ctx context.Context, as []Authenticator) (errs []error, err error)
+}
+
+// AuditedBatchStore is implemented by stores that can write the audit
+// record of each creation in the transaction of the creations (memstore and
+// sqlite): with an audit.Builder sink, an import is then one commit, not
+// two, and its record is durable exactly when it is.
+type AuditedBatchStore interface {
+	BatchStore
+	// CreateAuthenticatorsAudited does CreateAuthenticators(as) and, in the
+	// same transaction, appends for each i ok[i] when as[i] was stored and
+	// conflict[i] when it was a conflict (nil records are skipped), with
+	// audit.LogStore.AppendAuditRecords' rules.
+	CreateAuthenticatorsAudited(ctx context.Context, as []Authenticator, ok, conflict []*audit.Record) (errs []error, err error)
 }

@@ -241,45 +241,47 @@ func (s *Service) FinishRegistration(ctx context.Context, p identity.Principal, 
 	if err != nil {
 		return Authenticator{}, s.record(ctx, p, &t, ActionRegister, err, meta)
 	}
-	a, err := s.finishRegistration(ctx, &t, credential)
-	if err != nil {
-		return Authenticator{}, s.record(ctx, p, &t, ActionRegister, err, meta)
-	}
-	meta["user"] = map[string]any{"id": a.UserID.String()}
-	meta["authenticator"] = map[string]any{"id": a.ID, "aaguid": a.AAGUID, "format": a.AttestationFormat, "attestationType": a.AttestationType}
-	if err := s.record(ctx, p, &t, ActionRegister, nil, meta); err != nil {
+	a, recorded, err := s.finishRegistration(ctx, &t, credential, meta)
+	if !recorded {
+		if err == nil {
+			meta = successMeta(meta, a)
+		}
+		if rerr := s.record(ctx, p, &t, ActionRegister, err, meta); rerr != nil || err != nil {
+			return Authenticator{}, rerr
+		}
+	} else if err != nil {
 		return Authenticator{}, err
 	}
 	s.emit(ctx, a, "301", "", a.State)
 	return a, nil
 }
 
-func (s *Service) finishRegistration(ctx context.Context, t *target, credential []byte) (Authenticator, error) {
+func (s *Service) finishRegistration(ctx context.Context, t *target, credential []byte, meta map[string]any) (Authenticator, bool, error) {
 	pcc, err := protocol.ParseCredentialCreationResponseBytes(credential)
 	if err != nil {
-		return Authenticator{}, fault.E(fault.Invalid, "The credential could not be parsed: "+libMessage(err), err)
+		return Authenticator{}, false, fault.E(fault.Invalid, "The credential could not be parsed: "+libMessage(err), err)
 	}
 	c, err := s.takeChallenge(ctx, t.tenant.ID, pcc.Response.CollectedClientData.Challenge, CeremonyCreate)
 	if err != nil {
-		return Authenticator{}, err
+		return Authenticator{}, false, err
 	}
 	if t.user, err = s.cfg.Directory.GetUser(ctx, t.tenant.ID, c.UserID); err != nil {
-		return Authenticator{}, err
+		return Authenticator{}, false, err
 	}
 	st := t.tenant.Settings
 	raw := pcc.Raw.AttestationResponse
 	v, err := verifyRegistration(raw.ClientDataJSON, raw.AttestationObject, st.WebAuthn, c.Value,
 		st.AttestationPolicy == identity.AttestationPolicyTrusted, s.cfg.Metadata)
 	if err != nil {
-		return Authenticator{}, err
+		return Authenticator{}, false, err
 	}
 	if !bytes.Equal(v.credentialID, pcc.RawID) {
-		return Authenticator{}, fault.E(fault.Invalid, "The credential id is not the attested one.")
+		return Authenticator{}, false, fault.E(fault.Invalid, "The credential id is not the attested one.")
 	}
 	if c.UserVerification == UVRequired && !pcc.Response.AttestationObject.AuthData.Flags.UserVerified() {
-		return Authenticator{}, fault.E(fault.Invalid, "User verification was required but not performed.")
+		return Authenticator{}, false, fault.E(fault.Invalid, "User verification was required but not performed.")
 	}
-	return s.store(ctx, *t, v, StateActive, ProvenanceInline, "")
+	return s.store(ctx, *t, v, StateActive, ProvenanceInline, "", ActionRegister, meta)
 }
 
 // BeginAssertion issues the options of an assertion by the user named

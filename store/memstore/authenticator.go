@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
@@ -151,5 +152,30 @@ func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Aut
 	for i, a := range as {
 		errs[i] = s.CreateAuthenticator(ctx, a)
 	}
+	return errs, nil
+}
+
+var _ authenticator.AuditedBatchStore = (*Store)(nil)
+
+// CreateAuthenticatorsAudited implements authenticator.AuditedBatchStore:
+// the authenticators and their records under one lock hold.
+func (s *Store) CreateAuthenticatorsAudited(ctx context.Context, as []authenticator.Authenticator, ok, conflict []*audit.Record) ([]error, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.authn().auths
+	errs := make([]error, len(as))
+	var recs []*audit.Record
+	for i, a := range as {
+		rec := ok[i]
+		if _, dup := m[a.TenantID+"/"+a.ID]; dup {
+			errs[i], rec = fault.E(fault.Conflict, "authenticator exists"), conflict[i]
+		} else {
+			m[a.TenantID+"/"+a.ID] = cloneAuthenticator(a)
+		}
+		if rec != nil {
+			recs = append(recs, rec)
+		}
+	}
+	s.appendAuditLocked(recs)
 	return errs, nil
 }

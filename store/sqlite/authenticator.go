@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
@@ -151,6 +152,14 @@ var _ authenticator.BatchStore = (*Store)(nil)
 // transaction, each row inserted unless its key exists (ON CONFLICT DO
 // NOTHING), so a duplicate fails alone.
 func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Authenticator) ([]error, error) {
+	return s.CreateAuthenticatorsAudited(ctx, as, make([]*audit.Record, len(as)), make([]*audit.Record, len(as)))
+}
+
+var _ authenticator.AuditedBatchStore = (*Store)(nil)
+
+// CreateAuthenticatorsAudited implements authenticator.AuditedBatchStore:
+// CreateAuthenticators plus the chosen audit records, in one transaction.
+func (s *Store) CreateAuthenticatorsAudited(ctx context.Context, as []authenticator.Authenticator, ok, conflict []*audit.Record) ([]error, error) {
 	errs := make([]error, len(as))
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		st, err := tx.PrepareContext(ctx, `INSERT INTO authenticators (`+authnCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -159,6 +168,7 @@ func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Aut
 			return err
 		}
 		defer st.Close()
+		var recs []*audit.Record
 		for i, a := range as {
 			res, err := st.ExecContext(ctx, a.TenantID, a.ID, a.UserID[:], a.Type, a.State, nullMicros(a.LastUsedAt), nullMicros(a.LastSuccessAt),
 				micros(a.CreatedAt), micros(a.UpdatedAt), a.AAGUID, a.FriendlyName, a.RPID, a.SignCount, a.COSEAlg, a.Provenance, a.PublicKey,
@@ -166,11 +176,18 @@ func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Aut
 			if err != nil {
 				return err
 			}
+			rec := ok[i]
 			if n, err := res.RowsAffected(); err != nil {
 				return err
 			} else if n == 0 {
-				errs[i] = fault.E(fault.Conflict, "authenticator exists")
+				errs[i], rec = fault.E(fault.Conflict, "authenticator exists"), conflict[i]
 			}
+			if rec != nil {
+				recs = append(recs, rec)
+			}
+		}
+		if len(recs) > 0 {
+			return s.appendAudit(ctx, tx, recs)
 		}
 		return nil
 	})

@@ -9,6 +9,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
@@ -197,6 +198,34 @@ var authenticatorTests = []test{
 		}
 		if _, total, _ := s.ListAuthenticators(ctx, ta, u, 0, 20); total != 3 {
 			t.Errorf("%d stored, want 3", total)
+		}
+	}},
+	{"AuthenticatorBatchCreateAudited", func(t *testing.T, ctx context.Context, s Store) {
+		as, ok := s.(authenticator.AuditedBatchStore)
+		if !ok {
+			t.Skip("the store does not write audit records with creations")
+		}
+		ta := identity.NewGUID()
+		u := identity.NewObjectID()
+		rec := func(action string) *audit.Record {
+			return &audit.Record{Time: Epoch, TenantID: ta, TraceID: "t", Source: audit.SourceAuthenticator, ResourceID: "r", ActorID: "k",
+				Action: action, Status: audit.StatusSuccess, Meta: map[string]any{}}
+		}
+		a := NewAuthenticator(ta, u, "a", Epoch)
+		errs, err := as.CreateAuthenticatorsAudited(ctx, []authenticator.Authenticator{a, a},
+			[]*audit.Record{rec("ok-1"), rec("ok-2")}, []*audit.Record{rec("conflict-1"), rec("conflict-2")})
+		if err != nil || errs[0] != nil || !fault.Is(fault.Conflict, errs[1]) {
+			t.Fatalf("outcomes %v %v", errs, err)
+		}
+		var actions []string
+		for r, err := range s.ScanAuditRecords(ctx, ta, audit.ExportRequest{From: Epoch.Add(-time.Hour), To: Epoch.Add(time.Hour)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			actions = append(actions, r.Action)
+		}
+		if diff := gocmp.Diff([]string{"ok-1", "conflict-2"}, actions); diff != "" {
+			t.Errorf("records (-want +got):\n%s", diff)
 		}
 	}},
 	{"ChallengeSingleUseAndSweep", func(t *testing.T, ctx context.Context, s Store) {

@@ -69,8 +69,8 @@ type BatchStore interface {
 }
 
 // AuditedBatchStore is implemented by stores that can write the audit
-// record of each creation in the transaction of the creations (memstore and
-// sqlite): with an audit.Builder sink, an import is then one commit, not
+// record of each creation in the transaction of the creations (every store
+// of this module): with an audit.Builder sink, an import is then one commit, not
 // two, and its record is durable exactly when it is.
 type AuditedBatchStore interface {
 	BatchStore

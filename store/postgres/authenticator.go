@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
@@ -164,6 +165,67 @@ func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Aut
 				})
 		}
 		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
+var _ authenticator.AuditedBatchStore = (*Store)(nil)
+
+// CreateAuthenticatorsAudited implements authenticator.AuditedBatchStore in
+// one pipelined transaction: the inserts and the locks of the audit heads
+// first, then the records chosen by each insert's outcome.
+func (s *Store) CreateAuthenticatorsAudited(ctx context.Context, as []authenticator.Authenticator, ok, conflict []*audit.Record) ([]error, error) {
+	// Every candidate record is prepared (meta encoded, tenants known) once;
+	// each attempt picks among them by outcome.
+	var all []*audit.Record
+	okAt, conflictAt := make([]int, len(as)), make([]int, len(as))
+	for i := range as {
+		okAt[i], conflictAt[i] = -1, -1
+		if ok[i] != nil {
+			okAt[i] = len(all)
+			all = append(all, ok[i])
+		}
+		if conflict[i] != nil {
+			conflictAt[i] = len(all)
+			all = append(all, conflict[i])
+		}
+	}
+	full, err := newAuditAppend(all)
+	if err != nil {
+		return nil, err
+	}
+	var errs []error
+	err = s.pipelinedTx(ctx, func(b *pgx.Batch) {
+		errs = make([]error, len(as))
+		for i, a := range as {
+			b.Queue(`INSERT INTO authenticators (`+authnCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+				ON CONFLICT (tenant_id, id) DO NOTHING`,
+				a.TenantID, a.ID, a.UserID[:], a.Type, a.State, a.LastUsedAt, a.LastSuccessAt, a.CreatedAt, a.UpdatedAt, a.AAGUID,
+				a.FriendlyName, a.RPID, a.SignCount, a.COSEAlg, a.Provenance, a.PublicKey, a.AttestationFormat, a.AttestationType).
+				Exec(func(tag pgconn.CommandTag) error {
+					if tag.RowsAffected() == 0 {
+						errs[i] = fault.E(fault.Conflict, "authenticator exists")
+					}
+					return nil
+				})
+		}
+		full.lock(b)
+	}, func(b *pgx.Batch) {
+		chosen := &auditAppend{tenants: full.tenants, heads: full.heads}
+		for i := range as {
+			at := okAt[i]
+			if errs[i] != nil {
+				at = conflictAt[i]
+			}
+			if at >= 0 {
+				chosen.recs = append(chosen.recs, full.recs[at])
+				chosen.metas = append(chosen.metas, full.metas[at])
+			}
+		}
+		chosen.write(b)
 	})
 	if err != nil {
 		return nil, err

@@ -17,7 +17,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-webauthn/webauthn/metadata"
+
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
@@ -26,8 +29,8 @@ import (
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/latchkey/latchkey/vtoken"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Store is what a Platform keeps its data in: every area's store.
@@ -43,6 +46,7 @@ type Store interface {
 	events.Store
 	notify.Store
 	vtoken.Store
+	authenticator.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -82,6 +86,10 @@ type Config struct {
 	// with the embedder's own. Nil means a registry of the platform's own,
 	// with the Go runtime and process collectors, served by MetricsHandler.
 	Metrics prometheus.Registerer
+	// FIDOMetadata is the FIDO Metadata Service the tenants whose
+	// attestation policy is "trusted" check imports and registrations
+	// against (see authenticator.LoadMetadata); nil refuses them.
+	FIDOMetadata metadata.Provider
 }
 
 // Locker is implemented by stores that several processes share
@@ -150,6 +158,8 @@ type Platform struct {
 	gatherer prometheus.Gatherer // nil when the embedder's Registerer is not one
 	// VToken is area G: virtual token provisioning.
 	VToken *vtoken.Service
+	// Authenticators is area C: the FIDO authenticators of tenants' users.
+	Authenticators *authenticator.Service
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -243,6 +253,10 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	})
 	p.VToken = vtoken.NewService(vtoken.Config{
 		Store: cfg.Store, Directory: cfg.Store, Hasher: hasher, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+	})
+	p.Authenticators = authenticator.NewService(authenticator.Config{
+		Store: cfg.Store, Directory: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Events: p.Events, Metadata: cfg.FIDOMetadata,
 	})
 	if err := p.registerMetrics(); err != nil {
 		p.Close()

@@ -100,6 +100,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerEvents()
 	s.registerNotify()
 	s.registerVToken()
+	s.registerAuthenticators()
 	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))
 	return s
 }

@@ -52,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let event-stream endpoints be on loopback or private addresses")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "external URL of the plain listener (default http://<addr>)")
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "listen address of GET /metrics (Prometheus); empty disables; keep it off the public network")
+	fs.StringVar(&cfg.FIDOMetadataFile, "fido-mds", "", "FIDO Metadata Service BLOB file, for tenants whose attestation policy is trusted")
+	fs.StringVar(&cfg.FIDOMetadataRootFile, "fido-mds-root", "", "trust anchor of the -fido-mds BLOB, PEM or base64 DER (default the FIDO Alliance root)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

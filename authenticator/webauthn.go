@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"fmt"
 	"strings"
 	"time"
 
@@ -34,7 +35,7 @@ const (
 	MsgChallengeExpired  = "The challenge has expired."
 	MsgCredentialUnknown = "The credential is not registered to the user."
 	MsgCounterWentBack   = "The signature counter did not increase: the authenticator may be cloned and is now locked."
-	MsgNotUsable         = "The authenticator is %s and cannot authenticate."
+	MsgNotUsable         = "The authenticator is %s and cannot authenticate." // a fmt format of the state
 )
 
 // CredentialDescriptor names a credential in options.
@@ -371,7 +372,7 @@ func (s *Service) finishAssertion(ctx context.Context, t target, assertion []byt
 	a.LastUsedAt = &now
 	verr := func() error {
 		if a.State != StateActive && a.State != StatePending {
-			return fault.E(fault.Invalid, strings.Replace(MsgNotUsable, "%s", a.State, 1))
+			return fault.E(fault.Invalid, fmt.Sprintf(MsgNotUsable, a.State))
 		}
 		if uh := par.Response.UserHandle; len(uh) > 0 && !bytes.Equal(uh, c.UserID[:]) {
 			return fault.E(fault.Invalid, "The user handle is not the challenge's user.")

@@ -20,6 +20,7 @@ import (
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/seal"
@@ -37,6 +38,7 @@ type Store interface {
 	vault.Store
 	audit.ExportStore
 	events.Store
+	guide.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -71,6 +73,14 @@ type Config struct {
 	// EventRetention is how long events are kept after they were received;
 	// default events.DefaultRetention (30 days). Run deletes older ones.
 	EventRetention time.Duration
+	// GuideIdleTimeout ends an interactive guide session after this long
+	// without user activity while the guide is open (default 10 minutes);
+	// GuideClosedTimeout ends it this long after the last login once the
+	// window is closed (default 30 minutes); GuideOpenGrace is how long
+	// after its last request the page counts as open (default 1 minute).
+	GuideIdleTimeout   time.Duration
+	GuideClosedTimeout time.Duration
+	GuideOpenGrace     time.Duration
 }
 
 // Locker is implemented by stores that several processes share
@@ -131,6 +141,8 @@ type Platform struct {
 	// Events is area F: the event log, posting, native events and queries;
 	// see events.go for the Platform methods that take a principal.
 	Events *events.Service
+	// Guide is the interactive API guide's login and sessions.
+	Guide *guide.Service
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -218,6 +230,10 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		evcfg.Notify = func(ctx context.Context) error { return n.Notify(ctx, eventsChannel) }
 	}
 	p.Events = events.NewService(evcfg)
+	p.Guide = guide.NewService(guide.Config{
+		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
+	})
 	return p, nil
 }
 
@@ -294,6 +310,7 @@ func (p *Platform) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Events.Run(ctx) })
+	wg.Go(func() { p.Guide.Run(ctx) })
 	err := p.Exports.Run(ctx)
 	cancel()
 	wg.Wait()

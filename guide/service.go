@@ -213,6 +213,16 @@ func (s *Service) end(ctx context.Context, sess Session, action string, meta map
 // past its limits is ended, audited as expired, and answered with
 // fault.Unauthenticated, as is an unknown id.
 func (s *Service) Check(ctx context.Context, id string, activity bool) (Session, error) {
+	return s.check(ctx, id, activity, nil)
+}
+
+// Act is Check for a state-changing call: the session's CSRF token must
+// equal csrfToken (CheckCSRF), checked before the session is touched.
+func (s *Service) Act(ctx context.Context, id, csrfToken string, activity bool) (Session, error) {
+	return s.check(ctx, id, activity, func(sess Session) error { return CheckCSRF(sess, csrfToken) })
+}
+
+func (s *Service) check(ctx context.Context, id string, activity bool, verify func(Session) error) (Session, error) {
 	if id == "" {
 		return Session{}, errNoSession
 	}
@@ -228,6 +238,11 @@ func (s *Service) Check(ctx context.Context, id string, activity bool) (Session,
 			return Session{}, err
 		}
 		return Session{}, errExpired
+	}
+	if verify != nil {
+		if err := verify(sess); err != nil {
+			return Session{}, err
+		}
 	}
 	// A page coming back after its window was closed counts as activity:
 	// the idle limit runs only while the guide is open.

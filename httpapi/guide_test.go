@@ -25,7 +25,9 @@ func TestGuideCookieAttributes(t *testing.T) {
 		cookie string
 		secure bool
 	}{
-		{"TLS", func(m, p string, b any, h ...string) latchkeytest.Response { return e.DoWith(tls.Client(), tls.URL, m, p, b, h...) }, "__Host-latchkey-guide", true},
+		{"TLS", func(m, p string, b any, h ...string) latchkeytest.Response {
+			return e.DoWith(tls.Client(), tls.URL, m, p, b, h...)
+		}, "__Host-latchkey-guide", true},
 		{"plain HTTP", e.Do, "latchkey-guide", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

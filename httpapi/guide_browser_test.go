@@ -3,8 +3,8 @@ package httpapi_test
 import (
 	"bytes"
 	"context"
-	"flag"
 	"encoding/json"
+	"flag"
 	"net/http"
 	"net/http/httptest"
 	"os"

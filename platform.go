@@ -232,6 +232,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	p.Events = events.NewService(evcfg)
 	p.Guide = guide.NewService(guide.Config{
 		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer,
 		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
 	})
 	return p, nil

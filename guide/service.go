@@ -41,9 +41,15 @@ type Users interface {
 
 // Config configures a Service. Store, Users and Audit are required.
 type Config struct {
-	Store  Store
-	Users  Users
-	Audit  audit.Sink
+	Store Store
+	Users Users
+	Audit audit.Sink
+
+	// Single sign-on needs these three; without them it is off.
+	Tenants   Tenants
+	Directory Directory
+	Sealer    Sealer
+
 	Clock  clock.Clock
 	Logger *slog.Logger
 
@@ -66,8 +72,9 @@ type Config struct {
 
 // Service is the interactive guide's login and session keeping.
 type Service struct {
-	cfg Config
-	st  Store
+	cfg       Config
+	st        Store
+	providers providerCache
 }
 
 // NewService returns a Service, filling defaults.

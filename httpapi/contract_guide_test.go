@@ -2,8 +2,11 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/latchkey/latchkey/internal/oidctest"
 )
 
 func init() {
@@ -88,5 +91,72 @@ func contractGuide(t *testing.T, c *contract, f fixture) {
 		if resp.Header.Get("Retry-After") == "" {
 			t.Error("429 without Retry-After")
 		}
+	})
+}
+
+func init() {
+	registerContractArea("guide-sso", contractGuideSSO)
+}
+
+func contractGuideSSO(t *testing.T, c *contract, f fixture) {
+	idp := oidctest.New("latchkey-contract", "contract-secret", c.p.Clock().Now)
+	t.Cleanup(idp.Close)
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c.client = noFollow
+	defer func() { c.client = c.srv.Client() }()
+	settings := "/api/v1/admin/tenants/" + f.acme.id + "/guide-sso"
+	input := map[string]any{"issuer": idp.Issuer(), "clientId": idp.ClientID, "clientSecret": idp.ClientSecret, "allowedDomains": []string{"acme.example"}}
+
+	t.Run("settings", func(t *testing.T) {
+		c.do(t, call{method: "GET", path: settings, token: f.acme.admin, want: 404})
+		c.do(t, call{method: "GET", path: "/guide/sso/" + f.acme.code + "/start", want: 404})
+		c.do(t, call{method: "GET", path: "/guide/sso/" + f.acme.code + "/callback?state=x&code=y", want: 404})
+		c.do(t, call{method: "PUT", path: settings, token: f.acme.admin, body: jsonBody(map[string]any{"issuer": "ftp://x", "clientId": "a", "clientSecret": "b", "allowedDomains": []string{"a.example"}}), req: reqProse, want: 400})
+		c.do(t, call{method: "PUT", path: settings, token: f.acme.admin, body: []byte(`{"issuer":`), req: reqInvalid, want: 400})
+		c.do(t, call{method: "PUT", path: settings, body: jsonBody(input), req: reqInvalid, want: 401})
+		c.do(t, call{method: "PUT", path: settings, token: f.acme.user, body: jsonBody(input), want: 403})
+		c.do(t, call{method: "PUT", path: "/api/v1/admin/tenants/" + f.rootTenant + "/guide-sso", token: f.acme.admin, body: jsonBody(input), want: 404})
+		_, body := c.do(t, call{method: "PUT", path: settings, token: f.acme.admin, body: jsonBody(input), want: 200})
+		if strings.Contains(string(body), idp.ClientSecret) {
+			t.Errorf("the secret is returned: %s", body)
+		}
+		c.do(t, call{method: "GET", path: settings, token: f.acme.admin, want: 200})
+		c.do(t, call{method: "GET", path: settings, req: reqInvalid, want: 401})
+		c.do(t, call{method: "GET", path: settings, token: f.acme.user, want: 403})
+	})
+
+	t.Run("flow", func(t *testing.T) {
+		c.do(t, call{method: "POST", path: "/api/v1/admin/tenants/" + f.acme.id + "/users", token: f.acme.admin,
+			body: jsonBody(map[string]any{"name": "sso-user@acme.example", "password": "sso-password-1"}), want: 201})
+		idp.SignIn("sso-user@acme.example", true)
+		resp, _ := c.do(t, call{method: "GET", path: "/guide/sso/" + f.acme.code + "/start", want: 302})
+		var flow string
+		for _, ck := range resp.Cookies() {
+			if ck.Name == "latchkey-guide-sso" {
+				flow = ck.Value
+			}
+		}
+		back, err := noFollow.Get(resp.Header.Get("Location"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		back.Body.Close()
+		u, _ := url.Parse(back.Header.Get("Location"))
+		cb := u.Path + "?" + u.RawQuery
+		resp, _ = c.do(t, call{method: "GET", path: cb, header: http.Header{"Cookie": {"latchkey-guide-sso=" + flow}}, want: 303})
+		if resp.Header.Get("Location") != "/guide/" || len(resp.Cookies()) != 2 {
+			t.Errorf("callback: %q %v", resp.Header.Get("Location"), resp.Header["Set-Cookie"])
+		}
+		resp, _ = c.do(t, call{method: "GET", path: "/guide/sso/" + f.acme.code + "/callback?state=x&code=y&error=access_denied", want: 303})
+		if !strings.Contains(resp.Header.Get("Location"), "error=") {
+			t.Errorf("refused callback: %q", resp.Header.Get("Location"))
+		}
+	})
+
+	t.Run("delete", func(t *testing.T) {
+		c.do(t, call{method: "DELETE", path: settings, req: reqInvalid, want: 401})
+		c.do(t, call{method: "DELETE", path: settings, token: f.acme.user, want: 403})
+		c.do(t, call{method: "DELETE", path: settings, token: f.acme.admin, want: 204})
+		c.do(t, call{method: "DELETE", path: settings, token: f.acme.admin, want: 404})
 	})
 }

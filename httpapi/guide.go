@@ -70,6 +70,7 @@ func (s *Server) registerGuide() {
 	s.handle("POST", "/guide/session", page, s.guideLogin)
 	s.handle("DELETE", "/guide/session", sess, s.guideLogout)
 	s.handle("POST", "/guide/session/activity", sess, s.guideActivity)
+	s.registerGuideSSO()
 }
 
 // guideSecurityHeaders keep the guide's pages out of frames and other

@@ -41,7 +41,7 @@ type Provider struct {
 
 type grant struct {
 	clientID, redirectURI, challenge, nonce, email string
-	verified                                        bool
+	verified                                       bool
 }
 
 // New starts a provider for one client; now is its clock (the relying

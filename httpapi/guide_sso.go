@@ -37,14 +37,22 @@ func (s *Server) registerGuideSSO() {
 	s.handle("DELETE", base, admin, s.deleteGuideSSO)
 }
 
-// ssoRedirectURL is the callback URL registered with the tenant's provider.
-func (s *Server) ssoRedirectURL(tenantCode string) string {
-	return s.opts.PublicURL + "/guide/sso/" + url.PathEscape(tenantCode) + "/callback"
+// ssoRedirectURL is the callback URL registered with the tenant's
+// provider: on the origin the sign-on started from, so that the flow
+// cookie (whose name differs between TLS and plain HTTP) comes back. The
+// provider only redirects to URLs registered with it, so a forged Host
+// cannot send the code elsewhere.
+func (s *Server) ssoRedirectURL(r *http.Request, tenantCode string) string {
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	return scheme + r.Host + "/guide/sso/" + url.PathEscape(tenantCode) + "/callback"
 }
 
 func (s *Server) guideSSOStart(w http.ResponseWriter, r *http.Request) error {
 	code := r.PathValue("tenantCode")
-	authURL, flow, err := s.p.Guide.SSOStart(r.Context(), code, s.ssoRedirectURL(code))
+	authURL, flow, err := s.p.Guide.SSOStart(r.Context(), code, s.ssoRedirectURL(r, code))
 	if err != nil {
 		return err
 	}
@@ -60,7 +68,7 @@ func (s *Server) guideSSOCallback(w http.ResponseWriter, r *http.Request) error 
 	code := r.PathValue("tenantCode")
 	q := r.URL.Query()
 	req := guide.SSOCallbackRequest{TenantCode: code, State: q.Get("state"), Code: q.Get("code"), Error: q.Get("error"),
-		RedirectURL: s.ssoRedirectURL(code), OldID: guideSessionID(r), RemoteAddr: r.RemoteAddr}
+		RedirectURL: s.ssoRedirectURL(r, code), OldID: guideSessionID(r), RemoteAddr: r.RemoteAddr}
 	if c, err := r.Cookie(ssoCookieName(r)); err == nil {
 		req.Flow, _ = base64.RawURLEncoding.DecodeString(c.Value)
 	}

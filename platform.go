@@ -23,6 +23,7 @@ import (
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/metrics"
@@ -47,6 +48,7 @@ type Store interface {
 	notify.Store
 	vtoken.Store
 	authenticator.Store
+	guide.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -90,6 +92,14 @@ type Config struct {
 	// attestation policy is "trusted" check imports and registrations
 	// against (see authenticator.LoadMetadata); nil refuses them.
 	FIDOMetadata metadata.Provider
+	// GuideIdleTimeout ends an interactive guide session after this long
+	// without user activity while the guide is open (default 10 minutes);
+	// GuideClosedTimeout ends it this long after the last login once the
+	// window is closed (default 30 minutes); GuideOpenGrace is how long
+	// after its last request the page counts as open (default 1 minute).
+	GuideIdleTimeout   time.Duration
+	GuideClosedTimeout time.Duration
+	GuideOpenGrace     time.Duration
 }
 
 // Locker is implemented by stores that several processes share
@@ -160,6 +170,8 @@ type Platform struct {
 	VToken *vtoken.Service
 	// Authenticators is area C: the FIDO authenticators of tenants' users.
 	Authenticators *authenticator.Service
+	// Guide is the interactive API guide's login and sessions.
+	Guide *guide.Service
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -258,6 +270,11 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		Store: cfg.Store, Directory: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		Events: p.Events, Metadata: cfg.FIDOMetadata,
 	})
+	p.Guide = guide.NewService(guide.Config{
+		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer,
+		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
+	})
 	if err := p.registerMetrics(); err != nil {
 		p.Close()
 		return nil, err
@@ -338,6 +355,7 @@ func (p *Platform) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Events.Run(ctx) })
+	wg.Go(func() { p.Guide.Run(ctx) })
 	err := p.Exports.Run(ctx)
 	cancel()
 	wg.Wait()

@@ -81,8 +81,15 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
 	apiKeyB := e.APIKey(b, "", identity.AreaAuthenticator, identity.AreaProvisioning)
+	guideB := e.Do("POST", "/guide/session", map[string]string{"name": "tadmin", "password": "tenant-password-1", "tenant": b.Code})
+	if guideB.Status != http.StatusOK {
+		t.Fatalf("guide login: %d %s", guideB.Status, guideB.Body)
+	}
+	guideCookieB := strings.Split(guideB.Header.Get("Set-Cookie"), ";")[0]
 	credential := func(auth string) (string, bool) {
 		switch {
+		case auth == "guide-session":
+			return "Cookie: " + guideCookieB, true
 		case auth == "platform-jwt":
 			return bearer(b.AdminToken), true
 		case strings.HasPrefix(auth, "oauth:"):

@@ -101,6 +101,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerNotify()
 	s.registerVToken()
 	s.registerAuthenticators()
+	s.registerGuide()
 	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))
 	return s
 }

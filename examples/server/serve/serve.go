@@ -74,6 +74,10 @@ type Config struct {
 	// attestation policy is "trusted"; FIDOMetadataRootFile its trust
 	// anchor (PEM or base64 DER), "" meaning the FIDO Alliance's root.
 	FIDOMetadataFile, FIDOMetadataRootFile string
+
+	// GuideIdle and GuideClosed are the interactive guide's session limits
+	// (see latchkey.Config); zero means 10 and 30 minutes.
+	GuideIdle, GuideClosed time.Duration
 }
 
 // Run serves until ctx ends, then shuts down gracefully.
@@ -113,7 +117,8 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public,
-		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds})
+		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
+		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed})
 	if err != nil {
 		if cfg.PostgresDSN != "" {
 			// Most likely another process sealed the keys with another
@@ -244,6 +249,11 @@ func printWelcome(w io.Writer, addr, tlsAddr string, created bool, generated str
 	body := fmt.Sprintf(`'{"name":"admin","password":"%s","auth_domain":"root"}'`, password)
 	if password == "$PLATFORM_ADMIN_PASSWORD" { // double quotes, so the shell expands it
 		body = `"{\"name\":\"admin\",\"password\":\"$PLATFORM_ADMIN_PASSWORD\",\"auth_domain\":\"root\"}"`
+	}
+	if tlsAddr != "" {
+		fmt.Fprintf(w, "Interactive API guide: https://%s/guide/ (or http://%s/guide/)\n", tlsAddr, addr)
+	} else {
+		fmt.Fprintf(w, "Interactive API guide: http://%s/guide/\n", addr)
 	}
 	fmt.Fprintf(w, "Log in:\n  curl -s http://%s/api/v1/auth/tokens/ -H 'Content-Type: application/json' \\\n    -d %s\n", addr, body)
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,10 +163,23 @@ func TestConcurrentOpensMigrateOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Every embedded migration, each recorded once: 1, 2, ... n.
-	want := make([]int, 0, len(versions))
-	for v := 1; v <= max(len(versions), 3); v++ {
+	// Every embedded migration, each recorded once. Versions are read
+	// from the files: areas own reserved numbers, so a branch may lack
+	// some (0007 without 0006).
+	files, err := os.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []int
+	for _, f := range files {
+		v, err := strconv.Atoi(strings.SplitN(f.Name(), "_", 2)[0])
+		if err != nil {
+			t.Fatalf("migration file %s: %v", f.Name(), err)
+		}
 		want = append(want, v)
+	}
+	if len(want) < 3 {
+		t.Fatalf("%d migration files", len(want))
 	}
 	if d := cmp.Diff(want, versions); d != "" {
 		t.Errorf("schema_migrations (-want +got):\n%s", d)

@@ -22,9 +22,12 @@ import (
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
+	"github.com/latchkey/latchkey/metrics"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/latchkey/latchkey/vtoken"
 )
 
 // Store is what a Platform keeps its data in: every area's store.
@@ -39,6 +42,7 @@ type Store interface {
 	audit.ExportStore
 	events.Store
 	notify.Store
+	vtoken.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -73,6 +77,11 @@ type Config struct {
 	// EventRetention is how long events are kept after they were received;
 	// default events.DefaultRetention (30 days). Run deletes older ones.
 	EventRetention time.Duration
+	// Metrics is where the platform registers its Prometheus series (see
+	// package metrics): an embedder's registry, so that they are served
+	// with the embedder's own. Nil means a registry of the platform's own,
+	// with the Go runtime and process collectors, served by MetricsHandler.
+	Metrics prometheus.Registerer
 }
 
 // Locker is implemented by stores that several processes share
@@ -137,6 +146,11 @@ type Platform struct {
 	// notify.go for the Platform methods that take a principal.
 	Notify *notify.Service
 
+	metrics  *metrics.Metrics
+	gatherer prometheus.Gatherer // nil when the embedder's Registerer is not one
+	// VToken is area G: virtual token provisioning.
+	VToken *vtoken.Service
+
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
 	workers       sync.WaitGroup
@@ -175,6 +189,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	// once New returns. A master key other than the one that sealed them
 	// fails here, before anything is served.
 	var keys *identity.KeySet
+	hasher := identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency)
 	err = withLock(ctx, cfg.Store, "platform-keys", func(ctx context.Context) error {
 		var err error
 		if keys, err = identity.LoadKeySet(ctx, cfg.Store, sealer, cfg.Clock, cfg.Issuer); err != nil {
@@ -182,7 +197,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		}
 		p.Identity = identity.NewService(identity.Config{
 			Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-			Hasher:           identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency),
+			Hasher:           hasher,
 			PlatformTokenTTL: cfg.PlatformTokenTTL,
 		})
 		p.Clients, err = clients.New(ctx, clients.Config{
@@ -226,6 +241,13 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	p.Notify = notify.NewService(notify.Config{
 		Store: cfg.Store, Tenants: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Waker: p.Events, Logger: cfg.Logger,
 	})
+	p.VToken = vtoken.NewService(vtoken.Config{
+		Store: cfg.Store, Directory: cfg.Store, Hasher: hasher, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+	})
+	if err := p.registerMetrics(); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return p, nil
 }
 

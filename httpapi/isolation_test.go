@@ -44,7 +44,16 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	if sub.Status != http.StatusCreated {
 		t.Fatalf("create subscription: %d %s", sub.Status, sub.Body)
 	}
+	provA := e.APIKey(a, "", identity.AreaProvisioning)
+	vtok := e.Do("POST", "/VirtualToken/Provisioning/V1.0/Tenants/"+a.ID+"/Users/"+user.JSON()["id"].(string)+"/Tokens", nil, "Authorization: "+provA)
+	if vtok.Status != http.StatusOK {
+		t.Fatalf("create virtual token: %d %s", vtok.Status, vtok.Body)
+	}
+	vtokID := strings.Trim(strings.TrimSpace(string(vtok.Body)), `"`)
 	values := map[string]string{
+		"tokenId":    vtokID,
+		"tokenLabel": "label-of-acme-q7",
+		"roleAction": "User:ResetPin",
 		"tenantId":   a.ID,
 		"tenantCode": a.Code,
 		"userId":     user.JSON()["id"].(string),
@@ -56,7 +65,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"/notification/":      sub.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7"}
+	markers := []string{vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7"}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
@@ -131,6 +140,9 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	// A's resources are intact after B's attempts.
 	if r := e.Do("GET", "/api/v1/client-management/clients/"+client.ID, nil, adminA); r.Status != 200 {
 		t.Errorf("A's client after B's attempts: %d", r.Status)
+	}
+	if r := e.Do("GET", "/VirtualToken/Provisioning/V1.0/Tenants/"+a.ID+"/Users/"+values["userId"]+"/Tokens/"+vtokID+"/Certificates", nil, "Authorization: "+provA); r.Status != 200 {
+		t.Errorf("A's virtual token after B's attempts: %d", r.Status)
 	}
 	if r := e.Do("GET", "/api/v1/vault/keys2/"+idFor["/vault/"], nil, adminA); r.Status != 200 {
 		t.Errorf("A's vault key after B's attempts: %d", r.Status)

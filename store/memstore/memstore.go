@@ -5,6 +5,7 @@
 package memstore
 
 import (
+	"context"
 	"sync"
 
 	"github.com/latchkey/latchkey/audit"
@@ -34,6 +35,9 @@ type Store struct {
 	exportJobs map[string]audit.ExportJob     // by id
 	eventLogs  map[string]*eventLog           // by tenant; see events.go
 	subs       map[subKey]notify.Subscription // see notify.go
+	vtoken     *vtokenData                    // virtual tokens; see vtoken.go
+
+	notReady error // what Ready returns; see SetNotReady
 }
 
 // New returns an empty store.
@@ -52,3 +56,22 @@ func New() *Store {
 
 // Close does nothing; it exists so Store satisfies the platform's Store.
 func (s *Store) Close() error { return nil }
+
+// Ready implements the platform's readiness check: a memory store is
+// ready unless a test said otherwise with SetNotReady.
+func (s *Store) Ready(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.notReady != nil {
+		return s.notReady
+	}
+	return ctx.Err()
+}
+
+// SetNotReady makes Ready return err (nil: ready again), so tests can see
+// how a server answers readiness probes while its database is down.
+func (s *Store) SetNotReady(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notReady = err
+}

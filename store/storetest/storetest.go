@@ -14,6 +14,7 @@ import (
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/vault"
+	"github.com/latchkey/latchkey/vtoken"
 )
 
 // Store is everything a platform store implements.
@@ -25,6 +26,7 @@ type Store interface {
 	audit.ExportStore
 	events.Store
 	notify.Store
+	vtoken.Store
 	Close() error
 }
 
@@ -42,7 +44,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests}
+	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

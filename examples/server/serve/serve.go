@@ -59,6 +59,12 @@ type Config struct {
 	Stdout                          io.Writer
 	// Ready, when set, receives the bound addresses once the server serves.
 	Ready func(httpAddr, tlsAddr string)
+	// MetricsAddr, when set, serves GET /metrics (Prometheus text format)
+	// on a listener of its own, apart from the API so that tenants cannot
+	// read it.
+	MetricsAddr string
+	// MetricsReady, when set, receives the metrics listener's bound address.
+	MetricsReady func(addr string)
 }
 
 // Run serves until ctx ends, then shuts down gracefully.
@@ -115,7 +121,7 @@ func Run(ctx context.Context, cfg Config) error {
 	h := httpapi.New(p, opts)
 
 	srv := httpapi.NewHTTPServer(cfg.Addr, h, log)
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- srv.Serve(ln) }()
 
 	var tlsSrv *http.Server
@@ -139,6 +145,21 @@ func Run(ctx context.Context, cfg Config) error {
 			ClientAuth: tls.RequestClientCert,
 		}
 		go func() { errc <- tlsSrv.Serve(tls.NewListener(tln, tlsSrv.TLSConfig)) }()
+	}
+	var metricsSrv *http.Server
+	if cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("-metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", p.MetricsHandler())
+		metricsSrv = httpapi.NewHTTPServer(cfg.MetricsAddr, mux, log)
+		go func() { errc <- metricsSrv.Serve(mln) }()
+		log.Info("serving metrics", "addr", mln.Addr().String())
+		if cfg.MetricsReady != nil {
+			cfg.MetricsReady(mln.Addr().String())
+		}
 	}
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
@@ -164,6 +185,9 @@ func Run(ctx context.Context, cfg Config) error {
 	errs := []error{srv.Shutdown(shutdownCtx)}
 	if tlsSrv != nil {
 		errs = append(errs, tlsSrv.Shutdown(shutdownCtx))
+	}
+	if metricsSrv != nil {
+		errs = append(errs, metricsSrv.Shutdown(shutdownCtx))
 	}
 	cancelRun()
 	return errors.Join(errs...)

@@ -102,6 +102,17 @@ type notificationPageJSON struct {
 }
 
 func (s *Server) retrieveNotifications(w http.ResponseWriter, r *http.Request) error {
+	if r.Method == http.MethodHead {
+		// HEAD is served by GET routes, and must be safe: it checks the
+		// request as a retrieval would but consumes nothing.
+		if _, err := s.p.GetSubscription(r.Context(), principal(r), r.PathValue("id")); err != nil {
+			return err
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(http.StatusOK)
+		return nil
+	}
 	wait, err := queryInt(r, "wait", 0)
 	if err != nil {
 		return err

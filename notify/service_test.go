@@ -148,6 +148,22 @@ func TestSubscriptionSeesLaterEventsOfItsTypesOnce(t *testing.T) {
 	}
 }
 
+func TestHeadConsumesNothing(t *testing.T) {
+	e := latchkeytest.New(t)
+	w := newWorld(t, e, "Acme")
+	id := w.subscribe(t, "10001")
+	w.post(t, "10001")
+	if r := e.Do("HEAD", base+"/"+id+"/notifications", nil, w.consumer); r.Status != http.StatusOK || len(r.Body) != 0 {
+		t.Errorf("HEAD: %d %q", r.Status, r.Body)
+	}
+	if r := e.Do("HEAD", base+"/"+id+"/notifications", nil, w.admin); r.Status != http.StatusForbidden {
+		t.Errorf("HEAD without the consumer scope: %d", r.Status)
+	}
+	if p := w.retrieve(t, id, ""); p.Size != 1 || p.Page != 1 {
+		t.Errorf("after HEAD: page %d with %d results, want page 1 with 1", p.Page, p.Size)
+	}
+}
+
 func TestPagesOfPageSize(t *testing.T) {
 	e := latchkeytest.New(t)
 	w := newWorld(t, e, "Acme")

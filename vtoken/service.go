@@ -421,19 +421,21 @@ func (s *Service) Complete(ctx context.Context, p identity.Principal, r Ref) err
 }
 
 // SetLabel sets the token's label (1 to MaxLabelLength characters). A
-// complete token is fault.Conflict.
+// complete token is fault.Conflict. The label is judged after the access
+// checks, like every input.
 func (s *Service) SetLabel(ctx context.Context, p identity.Principal, r Ref, label string) error {
 	meta := refMeta(r)
-	meta["label"] = label
-	if n := utf8.RuneCountInString(label); n < 1 || n > MaxLabelLength || !utf8.ValidString(label) || strings.ContainsFunc(label, isControl) {
-		if err := s.checkTenant(ctx, p, r.TenantID); err != nil {
-			return s.record(ctx, auditTenant(p), ActionLabel, err, meta)
-		}
-		delete(meta, "label")
-		return s.record(ctx, auditTenant(p), ActionLabel, fault.E(fault.Invalid, fault.Field("tokenLabel"),
-			fmt.Sprintf("the token label must be 1 to %d characters, without control characters", MaxLabelLength)), meta)
+	valid := utf8.ValidString(label) && !strings.ContainsFunc(label, isControl)
+	if n := utf8.RuneCountInString(label); n < 1 || n > MaxLabelLength || !valid {
+		valid = false
+	} else {
+		meta["label"] = label
 	}
 	_, err := s.update(ctx, p, r, ActionLabel, meta, func(t *Token) error {
+		if !valid {
+			return fault.E(fault.Invalid, fault.Field("tokenLabel"),
+				fmt.Sprintf("the token label must be 1 to %d characters, without control characters", MaxLabelLength))
+		}
 		if t.State == StateComplete {
 			return errComplete
 		}

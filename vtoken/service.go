@@ -487,6 +487,16 @@ func CheckPIN(role, pin string) error {
 	return nil
 }
 
+// canonicalPIN is the form of a password that is hashed and verified: an
+// Admin password is 24 bytes written in hexadecimal, so its letters' case
+// does not matter (upper-case); a User password is kept as typed.
+func canonicalPIN(role, pin string) string {
+	if role == RoleAdmin {
+		return strings.ToUpper(pin)
+	}
+	return pin
+}
+
 // PINInput is a password as received: the text, and whether it is
 // encrypted with the tenant exchange key.
 type PINInput struct {
@@ -519,7 +529,7 @@ func (s *Service) ResetPIN(ctx context.Context, p identity.Principal, r Ref, rol
 	if err := CheckPIN(role, pin); err != nil {
 		return fail(err)
 	}
-	hash, err := s.cfg.Hasher.Hash(ctx, pin)
+	hash, err := s.cfg.Hasher.Hash(ctx, canonicalPIN(role, pin))
 	if err != nil {
 		return fail(err)
 	}
@@ -562,10 +572,10 @@ func (s *Service) ChangePIN(ctx context.Context, p identity.Principal, r Ref, ro
 	if err := CheckPIN(role, pin); err != nil {
 		return fail(err)
 	}
-	if err := s.verifyPIN(ctx, p, r, t, role, cur); err != nil {
+	if err := s.verifyPIN(ctx, p, r, t, role, canonicalPIN(role, cur)); err != nil {
 		return fail(err)
 	}
-	hash, err := s.cfg.Hasher.Hash(ctx, pin)
+	hash, err := s.cfg.Hasher.Hash(ctx, canonicalPIN(role, pin))
 	if err != nil {
 		return fail(err)
 	}

@@ -8,20 +8,20 @@ import (
 	"github.com/latchkey/latchkey/notify"
 )
 
-// CreateSubscription creates a notification subscription in the caller's
+// CreateNotifySubscription creates a notification subscription in the caller's
 // tenant from a create body; see notify.Service.Create.
-func (p *Platform) CreateSubscription(ctx context.Context, by identity.Principal, body []byte) (notify.View, error) {
+func (p *Platform) CreateNotifySubscription(ctx context.Context, by identity.Principal, body []byte) (notify.View, error) {
 	return p.Notify.Create(ctx, by, body)
 }
 
-// GetSubscription returns a notification subscription with its status; see
+// GetNotifySubscription returns a notification subscription with its status; see
 // notify.Service.Get.
-func (p *Platform) GetSubscription(ctx context.Context, by identity.Principal, id string) (notify.View, error) {
+func (p *Platform) GetNotifySubscription(ctx context.Context, by identity.Principal, id string) (notify.View, error) {
 	return p.Notify.Get(ctx, by, id)
 }
 
-// DeleteSubscription unsubscribes; see notify.Service.Delete.
-func (p *Platform) DeleteSubscription(ctx context.Context, by identity.Principal, id string) error {
+// DeleteNotifySubscription unsubscribes; see notify.Service.Delete.
+func (p *Platform) DeleteNotifySubscription(ctx context.Context, by identity.Principal, id string) error {
 	return p.Notify.Delete(ctx, by, id)
 }
 

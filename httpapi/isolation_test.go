@@ -165,7 +165,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	if r := e.Do("GET", "/api/v1/vault/keys2/"+idFor["/vault/"], nil, adminA); r.Status != 200 {
 		t.Errorf("A's vault key after B's attempts: %d", r.Status)
 	}
-	if sub, err := e.Store.GetSubscription(t.Context(), a.ID, idFor["/notification/"]); err != nil || sub.Pages != 0 {
+	if sub, err := e.Store.GetNotifySubscription(t.Context(), a.ID, idFor["/notification/"]); err != nil || sub.Pages != 0 {
 		t.Errorf("A's subscription after B's attempts: %+v, %v", sub, err)
 	}
 	if r := e.Do("GET", authnA+"/"+dev.ID(), nil, keyA); r.Status != 200 || r.JSON()["state"] != "pending" {

@@ -66,7 +66,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	v, err := s.p.CreateSubscription(r.Context(), principal(r), body)
+	v, err := s.p.CreateNotifySubscription(r.Context(), principal(r), body)
 	if err != nil {
 		return err
 	}
@@ -75,7 +75,7 @@ func (s *Server) createSubscription(w http.ResponseWriter, r *http.Request) erro
 }
 
 func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) error {
-	v, err := s.p.GetSubscription(r.Context(), principal(r), r.PathValue("id"))
+	v, err := s.p.GetNotifySubscription(r.Context(), principal(r), r.PathValue("id"))
 	if err != nil {
 		return err
 	}
@@ -85,7 +85,7 @@ func (s *Server) getSubscription(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) deleteSubscription(w http.ResponseWriter, r *http.Request) error {
 	id := r.PathValue("id")
-	if err := s.p.DeleteSubscription(r.Context(), principal(r), id); err != nil {
+	if err := s.p.DeleteNotifySubscription(r.Context(), principal(r), id); err != nil {
 		return err
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"code": notify.Unsubscribed, "description": "The subscription " + id + " was deleted."})
@@ -105,7 +105,7 @@ func (s *Server) retrieveNotifications(w http.ResponseWriter, r *http.Request) e
 	if r.Method == http.MethodHead {
 		// HEAD is served by GET routes, and must be safe: it checks the
 		// request as a retrieval would but consumes nothing.
-		if _, err := s.p.GetSubscription(r.Context(), principal(r), r.PathValue("id")); err != nil {
+		if _, err := s.p.GetNotifySubscription(r.Context(), principal(r), r.PathValue("id")); err != nil {
 			return err
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -249,7 +249,7 @@ func (s *Service) Create(ctx context.Context, by identity.Principal, body []byte
 		sub.PageSize = *req.PageSize
 	}
 	meta := map[string]any{"subscription_id": sub.ID, "client_id": sub.ClientID, "event_type_ids": sub.EventTypeIDs}
-	if err := s.cfg.Store.CreateSubscription(ctx, &sub); err != nil {
+	if err := s.cfg.Store.CreateNotifySubscription(ctx, &sub); err != nil {
 		return View{}, s.record(ctx, by.TenantID, ActionCreate, err, meta)
 	}
 	if err := s.record(ctx, by.TenantID, ActionCreate, nil, meta); err != nil {
@@ -283,7 +283,7 @@ func (s *Service) get(ctx context.Context, by identity.Principal, id string) (Vi
 	if err := checkID("id", id); err != nil {
 		return View{}, err
 	}
-	sub, err := s.cfg.Store.GetSubscription(ctx, by.TenantID, id)
+	sub, err := s.cfg.Store.GetNotifySubscription(ctx, by.TenantID, id)
 	if err != nil {
 		return View{}, notFound(err)
 	}
@@ -331,7 +331,7 @@ func (s *Service) Delete(ctx context.Context, by identity.Principal, id string) 
 		err = checkID("id", id)
 	}
 	if err == nil {
-		err = notFound(s.cfg.Store.DeleteSubscription(ctx, by.TenantID, id))
+		err = notFound(s.cfg.Store.DeleteNotifySubscription(ctx, by.TenantID, id))
 	}
 	return s.record(ctx, by.TenantID, ActionDelete, err, meta)
 }
@@ -424,7 +424,7 @@ func (s *Service) await(ctx context.Context, by identity.Principal, id string, w
 	defer timer.Stop()
 	for {
 		woken := s.cfg.Waker.Appended(by.TenantID)
-		sub, err := s.cfg.Store.GetSubscription(ctx, by.TenantID, id)
+		sub, err := s.cfg.Store.GetNotifySubscription(ctx, by.TenantID, id)
 		if err != nil {
 			return notFound(err)
 		}

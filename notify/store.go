@@ -31,20 +31,20 @@ type Subscription struct {
 // fault.Internal for a failure of the store itself (fault.Unavailable when
 // it is busy or unreachable) unless stated.
 type Store interface {
-	// CreateSubscription stores sub with its Cursor set (in place) to the
+	// CreateNotifySubscription stores sub with its Cursor set (in place) to the
 	// current head of the tenant's event log: the Seq of the last event
 	// ever appended, 0 when none was. Events appended after it returns
 	// are later than the cursor. An ID already used in the tenant is
 	// fault.Conflict.
-	CreateSubscription(ctx context.Context, sub *Subscription) error
+	CreateNotifySubscription(ctx context.Context, sub *Subscription) error
 
-	// GetSubscription returns a tenant's subscription; fault.NotFound when
+	// GetNotifySubscription returns a tenant's subscription; fault.NotFound when
 	// the tenant has none with that id.
-	GetSubscription(ctx context.Context, tenantID, id string) (Subscription, error)
+	GetNotifySubscription(ctx context.Context, tenantID, id string) (Subscription, error)
 
-	// DeleteSubscription deletes a tenant's subscription; fault.NotFound
+	// DeleteNotifySubscription deletes a tenant's subscription; fault.NotFound
 	// when the tenant has none with that id.
-	DeleteSubscription(ctx context.Context, tenantID, id string) error
+	DeleteNotifySubscription(ctx context.Context, tenantID, id string) error
 
 	// ConsumeNotifications is one retrieval, in one transaction that
 	// excludes every other retrieval of the same subscription (several

@@ -16,13 +16,13 @@ var _ notify.Store = (*Store)(nil)
 
 type subKey struct{ tenant, id string }
 
-func cloneSub(s notify.Subscription) notify.Subscription {
+func cloneNotifySub(s notify.Subscription) notify.Subscription {
 	s.EventTypeIDs = slices.Clone(s.EventTypeIDs)
 	return s
 }
 
-// CreateSubscription implements notify.Store.
-func (s *Store) CreateSubscription(ctx context.Context, sub *notify.Subscription) error {
+// CreateNotifySubscription implements notify.Store.
+func (s *Store) CreateNotifySubscription(ctx context.Context, sub *notify.Subscription) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.subs == nil {
@@ -36,23 +36,23 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *notify.Subscription
 	if l := s.eventLogs[sub.TenantID]; l != nil {
 		sub.Cursor = l.head
 	}
-	s.subs[k] = cloneSub(*sub)
+	s.subs[k] = cloneNotifySub(*sub)
 	return nil
 }
 
-// GetSubscription implements notify.Store.
-func (s *Store) GetSubscription(ctx context.Context, tenantID, id string) (notify.Subscription, error) {
+// GetNotifySubscription implements notify.Store.
+func (s *Store) GetNotifySubscription(ctx context.Context, tenantID, id string) (notify.Subscription, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sub, ok := s.subs[subKey{tenantID, id}]
 	if !ok {
 		return notify.Subscription{}, fault.E(fault.NotFound, "subscription not found")
 	}
-	return cloneSub(sub), nil
+	return cloneNotifySub(sub), nil
 }
 
-// DeleteSubscription implements notify.Store.
-func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id string) error {
+// DeleteNotifySubscription implements notify.Store.
+func (s *Store) DeleteNotifySubscription(ctx context.Context, tenantID, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := subKey{tenantID, id}
@@ -98,7 +98,7 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 		setRetrievalMeta(rec, sub, len(out))
 		s.appendAuditLocked([]*audit.Record{rec})
 	}
-	return cloneSub(sub), out, nil
+	return cloneNotifySub(sub), out, nil
 }
 
 // CountNotifications implements notify.Store.

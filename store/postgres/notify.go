@@ -55,7 +55,7 @@ const (
 		WHERE tenant_id = $1 AND type_id = ANY($2) AND seq > $3 AND received_at >= $4 LIMIT $5) c`
 )
 
-func scanSub(row pgx.Row) (notify.Subscription, error) {
+func scanNotifySub(row pgx.Row) (notify.Subscription, error) {
 	var (
 		sub  notify.Subscription
 		last *time.Time
@@ -70,11 +70,11 @@ func scanSub(row pgx.Row) (notify.Subscription, error) {
 	return sub, nil
 }
 
-// CreateSubscription implements notify.Store. The cursor is the head
+// CreateNotifySubscription implements notify.Store. The cursor is the head
 // committed when the insert runs; an append committing later has larger
 // sequence numbers (appends number events under the head row's lock and
 // commit before releasing it), so the subscription sees it.
-func (s *Store) CreateSubscription(ctx context.Context, sub *notify.Subscription) error {
+func (s *Store) CreateNotifySubscription(ctx context.Context, sub *notify.Subscription) error {
 	return s.tx(ctx, func(tx pgx.Tx) error {
 		var head int64
 		if err := tx.QueryRow(ctx, eventHeadOf, sub.TenantID).Scan(&head); err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -90,14 +90,14 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *notify.Subscription
 	})
 }
 
-// GetSubscription implements notify.Store.
-func (s *Store) GetSubscription(ctx context.Context, tenantID, id string) (notify.Subscription, error) {
-	sub, err := scanSub(s.pool.QueryRow(ctx, subSelect, tenantID, id))
+// GetNotifySubscription implements notify.Store.
+func (s *Store) GetNotifySubscription(ctx context.Context, tenantID, id string) (notify.Subscription, error) {
+	sub, err := scanNotifySub(s.pool.QueryRow(ctx, subSelect, tenantID, id))
 	return sub, notFound(err, "subscription")
 }
 
-// DeleteSubscription implements notify.Store.
-func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id string) error {
+// DeleteNotifySubscription implements notify.Store.
+func (s *Store) DeleteNotifySubscription(ctx context.Context, tenantID, id string) error {
 	tag, err := s.pool.Exec(ctx, `DELETE FROM notify_subscriptions WHERE tenant_id = $1 AND id = $2`, tenantID, id)
 	if err != nil {
 		return mapErr(err)
@@ -120,7 +120,7 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		var err error
 		out = nil
-		if sub, err = scanSub(tx.QueryRow(ctx, subLock, tenantID, id)); err != nil {
+		if sub, err = scanNotifySub(tx.QueryRow(ctx, subLock, tenantID, id)); err != nil {
 			return notFound(err, "subscription")
 		}
 		if sub.ClientID != clientID {

@@ -28,7 +28,7 @@ func init() {
 	warmQueries = append(warmQueries, subSelect, subAdvance, onePage, pageRows)
 }
 
-func scanSub(r rowScanner) (notify.Subscription, error) {
+func scanNotifySub(r rowScanner) (notify.Subscription, error) {
 	var (
 		sub           notify.Subscription
 		types         string
@@ -47,10 +47,10 @@ func scanSub(r rowScanner) (notify.Subscription, error) {
 	return sub, nil
 }
 
-// CreateSubscription implements notify.Store: the head is read in the
+// CreateNotifySubscription implements notify.Store: the head is read in the
 // write transaction that inserts, and SQLite has one writer, so no append
 // falls between them.
-func (s *Store) CreateSubscription(ctx context.Context, sub *notify.Subscription) error {
+func (s *Store) CreateNotifySubscription(ctx context.Context, sub *notify.Subscription) error {
 	types, err := json.Marshal(sub.EventTypeIDs)
 	if err != nil {
 		return fault.E(fault.Internal, err)
@@ -68,14 +68,14 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *notify.Subscription
 	})
 }
 
-// GetSubscription implements notify.Store.
-func (s *Store) GetSubscription(ctx context.Context, tenantID, id string) (notify.Subscription, error) {
-	sub, err := scanSub(s.queryRow(ctx, subSelect, tenantID, id))
+// GetNotifySubscription implements notify.Store.
+func (s *Store) GetNotifySubscription(ctx context.Context, tenantID, id string) (notify.Subscription, error) {
+	sub, err := scanNotifySub(s.queryRow(ctx, subSelect, tenantID, id))
 	return sub, notFound(err, "subscription")
 }
 
-// DeleteSubscription implements notify.Store.
-func (s *Store) DeleteSubscription(ctx context.Context, tenantID, id string) error {
+// DeleteNotifySubscription implements notify.Store.
+func (s *Store) DeleteNotifySubscription(ctx context.Context, tenantID, id string) error {
 	res, err := s.exec(ctx, subDelete, tenantID, id)
 	if err != nil {
 		return mapErr(err)
@@ -203,7 +203,7 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 		if err != nil {
 			return err
 		}
-		if sub, err = scanSub(sel.QueryRowContext(ctx, tenantID, id)); err != nil {
+		if sub, err = scanNotifySub(sel.QueryRowContext(ctx, tenantID, id)); err != nil {
 			return notFound(err, "subscription")
 		}
 		if sub.ClientID != clientID {

@@ -54,46 +54,46 @@ var notifyTests = []test{
 		tenant := identity.NewGUID()
 		appendTyped(t, ctx, s, tenant, 1, "10001", "10001")
 		sub := newSub(tenant, "sub-1", "client.a", "10001", "401")
-		if err := s.CreateSubscription(ctx, sub); err != nil {
+		if err := s.CreateNotifySubscription(ctx, sub); err != nil {
 			t.Fatal(err)
 		}
 		if sub.Cursor != 2 {
 			t.Errorf("cursor of a new subscription = %d, want the head 2", sub.Cursor)
 		}
-		got, err := s.GetSubscription(ctx, tenant, "sub-1")
+		got, err := s.GetNotifySubscription(ctx, tenant, "sub-1")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if diff := cmp.Diff(*sub, got); diff != "" {
 			t.Errorf("round trip (-want +got):\n%s", diff)
 		}
-		if err := s.CreateSubscription(ctx, newSub(tenant, "sub-1", "client.b", "10001")); fault.KindOf(err) != fault.Conflict {
+		if err := s.CreateNotifySubscription(ctx, newSub(tenant, "sub-1", "client.b", "10001")); fault.KindOf(err) != fault.Conflict {
 			t.Errorf("duplicate id: %v, want Conflict", err)
 		}
 		other := identity.NewGUID()
-		if _, err := s.GetSubscription(ctx, other, "sub-1"); fault.KindOf(err) != fault.NotFound {
+		if _, err := s.GetNotifySubscription(ctx, other, "sub-1"); fault.KindOf(err) != fault.NotFound {
 			t.Errorf("another tenant's get: %v, want NotFound", err)
 		}
-		if err := s.DeleteSubscription(ctx, other, "sub-1"); fault.KindOf(err) != fault.NotFound {
+		if err := s.DeleteNotifySubscription(ctx, other, "sub-1"); fault.KindOf(err) != fault.NotFound {
 			t.Errorf("another tenant's delete: %v, want NotFound", err)
 		}
 		if _, _, err := s.ConsumeNotifications(ctx, other, "sub-1", "client.a", time.Time{}, Epoch, nil); fault.KindOf(err) != fault.NotFound {
 			t.Errorf("another tenant's retrieval: %v, want NotFound", err)
 		}
-		if err := s.DeleteSubscription(ctx, tenant, "sub-1"); err != nil {
+		if err := s.DeleteNotifySubscription(ctx, tenant, "sub-1"); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.GetSubscription(ctx, tenant, "sub-1"); fault.KindOf(err) != fault.NotFound {
+		if _, err := s.GetNotifySubscription(ctx, tenant, "sub-1"); fault.KindOf(err) != fault.NotFound {
 			t.Errorf("get after delete: %v, want NotFound", err)
 		}
-		if err := s.DeleteSubscription(ctx, tenant, "sub-1"); fault.KindOf(err) != fault.NotFound {
+		if err := s.DeleteNotifySubscription(ctx, tenant, "sub-1"); fault.KindOf(err) != fault.NotFound {
 			t.Errorf("second delete: %v, want NotFound", err)
 		}
 	}},
 	{"NotifyConsumePagesLaterMatchingEventsOnce", func(t *testing.T, ctx context.Context, s Store) {
 		tenant, other := identity.NewGUID(), identity.NewGUID()
 		appendTyped(t, ctx, s, tenant, 1, "10001") // before the subscription: never seen
-		if err := s.CreateSubscription(ctx, newSub(tenant, "s", "c", "10001", "10003")); err != nil {
+		if err := s.CreateNotifySubscription(ctx, newSub(tenant, "s", "c", "10001", "10003")); err != nil {
 			t.Fatal(err)
 		}
 		appendTyped(t, ctx, s, tenant, 2, "10001", "10002", "10003", "10001", "10002", "10001") // seqs 2..7
@@ -119,7 +119,7 @@ var notifyTests = []test{
 		if len(got) != 0 || sub.Pages != 3 || sub.Cursor != 7 {
 			t.Errorf("page 3 = %v, pages %d, cursor %d; want empty, 3, 7", got, sub.Pages, sub.Cursor)
 		}
-		stored, err := s.GetSubscription(ctx, tenant, "s")
+		stored, err := s.GetNotifySubscription(ctx, tenant, "s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +134,7 @@ var notifyTests = []test{
 	}},
 	{"NotifyConsumeRefusesAnotherClient", func(t *testing.T, ctx context.Context, s Store) {
 		tenant := identity.NewGUID()
-		if err := s.CreateSubscription(ctx, newSub(tenant, "s", "c", "10001")); err != nil {
+		if err := s.CreateNotifySubscription(ctx, newSub(tenant, "s", "c", "10001")); err != nil {
 			t.Fatal(err)
 		}
 		appendTyped(t, ctx, s, tenant, 1, "10001")
@@ -148,12 +148,12 @@ var notifyTests = []test{
 	}},
 	{"NotifyRetentionHidesOlderEvents", func(t *testing.T, ctx context.Context, s Store) {
 		tenant := identity.NewGUID()
-		if err := s.CreateSubscription(ctx, newSub(tenant, "s", "c", "10001")); err != nil {
+		if err := s.CreateNotifySubscription(ctx, newSub(tenant, "s", "c", "10001")); err != nil {
 			t.Fatal(err)
 		}
 		appendTyped(t, ctx, s, tenant, 0, "10001", "10001", "10001", "10001") // received at Epoch+0..3s
 		notBefore := Epoch.Add(2 * time.Second)
-		sub, err := s.GetSubscription(ctx, tenant, "s")
+		sub, err := s.GetNotifySubscription(ctx, tenant, "s")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +170,7 @@ var notifyTests = []test{
 func init() {
 	notifyTests = append(notifyTests, test{"NotifyRetentionWithSeveralTypes", func(t *testing.T, ctx context.Context, s Store) {
 		tenant := identity.NewGUID()
-		if err := s.CreateSubscription(ctx, newSub(tenant, "s", "c", "10001", "10002")); err != nil {
+		if err := s.CreateNotifySubscription(ctx, newSub(tenant, "s", "c", "10001", "10002")); err != nil {
 			t.Fatal(err)
 		}
 		// seqs 1..8, received at Epoch+1s..8s; 1..5 are older than notBefore.
@@ -188,7 +188,7 @@ func init() {
 		}
 	}}, test{"NotifyConsumeAppendsItsAuditRecord", func(t *testing.T, ctx context.Context, s Store) {
 		tenant := identity.NewGUID()
-		if err := s.CreateSubscription(ctx, newSub(tenant, "s", "c", "10001")); err != nil {
+		if err := s.CreateNotifySubscription(ctx, newSub(tenant, "s", "c", "10001")); err != nil {
 			t.Fatal(err)
 		}
 		appendTyped(t, ctx, s, tenant, 1, "10001", "10001", "10001")
@@ -233,7 +233,7 @@ var notifyConcurrencyTests = []test{
 		tenant := identity.NewGUID()
 		sub := newSub(tenant, "s", "c", "10001", "10002")
 		sub.PageSize = 7
-		if err := s.CreateSubscription(ctx, sub); err != nil {
+		if err := s.CreateNotifySubscription(ctx, sub); err != nil {
 			t.Fatal(err)
 		}
 		const pollers, appenders, perAppender = 8, 2, 60

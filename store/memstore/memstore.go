@@ -32,6 +32,7 @@ type Store struct {
 	vaultKeys  map[string]vault.Key       // by tenant/id; see vault.go
 	exportJobs map[string]audit.ExportJob // by id
 	eventLogs  map[string]*eventLog       // by tenant; see events.go
+	estream    *esData                    // area E; see eventstream.go
 }
 
 // New returns an empty store.

@@ -546,4 +546,3 @@ func (s *Service) notifyChange() {
 		s.changed = nil
 	}
 }
-

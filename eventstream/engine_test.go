@@ -360,5 +360,5 @@ func (m *rcvMu) lock() {
 	}
 	m.mu <- struct{}{}
 }
-func (m *rcvMu) get(b *bool) bool  { m.lock(); defer func() { <-m.mu }(); return *b }
+func (m *rcvMu) get(b *bool) bool    { m.lock(); defer func() { <-m.mu }(); return *b }
 func (m *rcvMu) set(b *bool, v bool) { m.lock(); defer func() { <-m.mu }(); *b = v }

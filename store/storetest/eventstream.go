@@ -290,4 +290,3 @@ func claim(t *testing.T, ctx context.Context, s Store, owner string, now time.Ti
 		t.Fatal(err)
 	}
 }
-

@@ -20,6 +20,7 @@ import (
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/seal"
@@ -37,6 +38,7 @@ type Store interface {
 	vault.Store
 	audit.ExportStore
 	events.Store
+	eventstream.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -71,6 +73,15 @@ type Config struct {
 	// EventRetention is how long events are kept after they were received;
 	// default events.DefaultRetention (30 days). Run deletes older ones.
 	EventRetention time.Duration
+	// AllowPrivateEndpoints lets event-stream endpoints be on loopback,
+	// private or link-local addresses (off by default: SSRF).
+	AllowPrivateEndpoints bool
+	// EventStreamLeaseFor and EventStreamPollEvery tune the event-stream
+	// delivery engine; zero means eventstream.DefaultLeaseFor and
+	// eventstream.DefaultPollEvery. A dead process's subscriptions are
+	// taken over once its lease lapses.
+	EventStreamLeaseFor  time.Duration
+	EventStreamPollEvery time.Duration
 }
 
 // Locker is implemented by stores that several processes share
@@ -131,6 +142,11 @@ type Platform struct {
 	// Events is area F: the event log, posting, native events and queries;
 	// see events.go for the Platform methods that take a principal.
 	Events *events.Service
+	// EventStream is area E: push subscriptions and directory sync; its
+	// delivery engine runs in Run.
+	EventStream *eventstream.Service
+
+	streamEngine *eventstream.Engine
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -218,6 +234,13 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		evcfg.Notify = func(ctx context.Context) error { return n.Notify(ctx, eventsChannel) }
 	}
 	p.Events = events.NewService(evcfg)
+	p.EventStream = eventstream.NewService(eventstream.Config{
+		Store: cfg.Store, Events: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Guard: eventstream.Guard{AllowPrivate: cfg.AllowPrivateEndpoints},
+	})
+	p.streamEngine = eventstream.NewEngine(eventstream.EngineConfig{
+		Service: p.EventStream, Waker: p.Events, LeaseFor: cfg.EventStreamLeaseFor, PollEvery: cfg.EventStreamPollEvery,
+	})
 	return p, nil
 }
 
@@ -257,8 +280,8 @@ func (p *Platform) CreateTenant(ctx context.Context, by identity.Principal, name
 	return t, p.recorder.EnsureInstances(ctx, t.ID)
 }
 
-// Run runs the background workers (audit export jobs, archive clean-up and
-// event retention) until ctx ends or Close is called, and returns once they
+// Run runs the background workers (audit export jobs, archive clean-up,
+// event retention and event-stream delivery) until ctx ends or Close is called, and returns once they
 // have stopped. With a Notifier store, a job queued by any process wakes
 // the export worker.
 func (p *Platform) Run(ctx context.Context) error {
@@ -294,6 +317,7 @@ func (p *Platform) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Events.Run(ctx) })
+	wg.Go(func() { p.streamEngine.Run(ctx) })
 	err := p.Exports.Run(ctx)
 	cancel()
 	wg.Wait()

@@ -98,6 +98,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerMisc()
 	s.registerAudit()
 	s.registerEvents()
+	s.registerEventStream()
 	s.mux.HandleFunc("/", s.fallback)
 	return s
 }

@@ -94,7 +94,8 @@ func Run(ctx context.Context, cfg Config) error {
 		archives = filepath.Join(cfg.DataDir, "archives")
 	}
 	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public,
-		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery})
+		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery,
+		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints})
 	if err != nil {
 		if cfg.PostgresDSN != "" {
 			// Most likely another process sealed the keys with another

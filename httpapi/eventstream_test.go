@@ -209,3 +209,40 @@ func TestEventStreamDeliversThroughPlatformRun(t *testing.T) {
 		t.Fatal("nothing delivered")
 	}
 }
+
+// TestDirectorySyncPushesUserEvents: a native 401 "User created" event
+// emitted into the tenant's log (here through the admin emit route) is
+// pushed to the idpUri of a directory-sync subscription with a user
+// mapping; a 405 group event, not mapped, is not.
+func TestDirectorySyncPushesUserEvents(t *testing.T) {
+	s := newStreamEnv(t, func(c *latchkey.Config) { c.AllowPrivateEndpoints = true })
+	got := make(chan string, 10)
+	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- string(b)
+	}))
+	defer idp.Close()
+	e := s.e
+	r := e.Do("POST", "/eventstream/v1/directory-sync", map[string]any{"connect": map[string]any{"idpUri": idp.URL + "/scim", "clientId": "idp-client-7"},
+		"groupConfig": []map[string]any{{"nodeType": "user", "relationshipType": "member"}}}, bearerH(s.admin), "acting-tenant-id: "+s.acme.Code)
+	if r.Status != 201 {
+		t.Fatalf("create directory sync: %d %s", r.Status, r.Body)
+	}
+	e.RunWorkers()
+	for _, ev := range []map[string]any{{"event_type_id": "405"}, {"event_type_id": "401", "username": "dora-the-user", "new_state": "active"}} {
+		r = e.Do("POST", "/api/v1/admin/tenants/"+s.acme.ID+"/events", ev, bearerH(s.acme.AdminToken))
+		if r.Status != 201 {
+			t.Fatalf("emit: %d %s", r.Status, r.Body)
+		}
+	}
+	select {
+	case b := <-got:
+		for _, want := range []string{`"type":"com.latchkey.directory.401"`, `"username":"dora-the-user"`, `"clientId":"idp-client-7"`, `"relationshipType":"member"`} {
+			if !strings.Contains(b, want) {
+				t.Errorf("pushed %s; want %s in it", b, want)
+			}
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("nothing pushed")
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -365,30 +366,48 @@ func (e *Engine) audit(ctx context.Context, sub Subscription, action string, met
 // retries, redeliveries and processes, so receivers can deduplicate.
 func webhookID(ev events.Event) string { return "msg_" + ev.ID }
 
+// cloudEventJSON is a CloudEvents 1.0 JSON document (structured mode);
+// subscriptionid is an extension attribute.
+type cloudEventJSON struct {
+	SpecVersion     string `json:"specversion"`
+	ID              string `json:"id"`
+	Source          string `json:"source"`
+	Type            string `json:"type"`
+	Time            string `json:"time"`
+	DataContentType string `json:"datacontenttype"`
+	Sequence        string `json:"sequence"`
+	SubscriptionID  string `json:"subscriptionid"`
+	Data            any    `json:"data"`
+}
+
+// directoryData is the data of a directory-sync push: the event, the
+// mappings that selected it and the identity provider's client id.
+type directoryData struct {
+	ClientID string          `json:"clientId"`
+	Mappings []GroupMapping  `json:"mappings"`
+	Event    json.RawMessage `json:"event"`
+}
+
 // cloudEvent renders an event as a CloudEvents 1.0 JSON document.
 func (e *Engine) cloudEvent(sub Subscription, ev events.Event) ([]byte, error) {
-	ce := map[string]any{
-		"specversion":     "1.0",
-		"id":              ev.ID,
-		"source":          "/latchkey/tenants/" + sub.TenantID + "/events",
-		"type":            "com.latchkey.event." + ev.TypeID,
-		"time":            ev.Time.UTC().Format(time.RFC3339Nano),
-		"datacontenttype": "application/json",
-		"sequence":        strconv.FormatInt(ev.Seq, 10),
-		"subscriptionid":  sub.ID,
-		"data":            json.RawMessage(ev.Body),
+	ce := cloudEventJSON{
+		SpecVersion: "1.0", ID: ev.ID, Source: "/latchkey/tenants/" + sub.TenantID + "/events",
+		Type: "com.latchkey.event." + ev.TypeID, Time: ev.Time.UTC().Format(time.RFC3339Nano),
+		DataContentType: "application/json", Sequence: strconv.FormatInt(ev.Seq, 10), SubscriptionID: sub.ID,
+		Data: json.RawMessage(ev.Body),
 	}
 	if sub.Kind == KindDirectorySync {
-		ce["type"] = "com.latchkey.directory." + ev.TypeID
-		var rels []GroupMapping
+		ce.Type = "com.latchkey.directory." + ev.TypeID
+		d := directoryData{Mappings: []GroupMapping{}, Event: ev.Body}
+		if sub.Connect != nil {
+			d.ClientID = sub.Connect.ClientID
+		}
 		for _, m := range sub.GroupConfig {
-			for _, t := range nodeTypeEvents[m.NodeType] {
-				if t == ev.TypeID {
-					rels = append(rels, m)
-				}
+			if slices.Contains(nodeTypeEvents[m.NodeType], ev.TypeID) {
+				d.Mappings = append(d.Mappings, m)
 			}
 		}
-		ce["data"] = map[string]any{"clientId": sub.Connect.ClientID, "mappings": rels, "event": json.RawMessage(ev.Body)}
+		ce.Data = d
 	}
 	return json.Marshal(ce)
 }
@@ -500,9 +519,10 @@ type bucket struct {
 
 func newBucket(perSecond int, now time.Time) *bucket {
 	r := float64(max(perSecond, 1))
-	// A burst of a twentieth of a second's worth keeps any window of a
-	// second or more within 5% of the rate.
-	b := max(1, r/20)
+	// A burst of a tenth of a second's worth lets a worker that fell
+	// behind (a slow answer, a busy machine) catch up, and keeps any window
+	// of a second within 10% of the rate, and of ten seconds within 1%.
+	b := max(1, r/10)
 	return &bucket{rate: r, burst: b, tokens: b, last: now}
 }
 

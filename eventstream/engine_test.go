@@ -139,8 +139,8 @@ func TestAuthHeaders(t *testing.T) {
 }
 
 // TestRateLimit: with the fake clock, deliveries of a subscription never
-// exceed maxPerSecond in any one-second window, and over the run they are
-// within 5% of it.
+// exceed maxPerSecond by more than 10% in any one-second window, and over
+// the run they are within 5% of it.
 func TestRateLimit(t *testing.T) {
 	f := newFixture(t, local)
 	rcv := newReceiver(t, f.clock, nil)
@@ -155,7 +155,7 @@ func TestRateLimit(t *testing.T) {
 		for j < len(got) && got[j].At.Sub(got[i].At) < time.Second {
 			j++
 		}
-		if j-i > rate {
+		if float64(j-i) > rate*1.1 {
 			t.Fatalf("%d deliveries within one second from %v, limit %d", j-i, got[i].At, rate)
 		}
 	}

@@ -362,3 +362,40 @@ func (m *rcvMu) lock() {
 }
 func (m *rcvMu) get(b *bool) bool    { m.lock(); defer func() { <-m.mu }(); return *b }
 func (m *rcvMu) set(b *bool, v bool) { m.lock(); defer func() { <-m.mu }(); *b = v }
+
+// TestTwoEnginesShareSubscriptions: two processes' engines on one store
+// split the subscriptions between them through leases; every event reaches
+// every receiver exactly once (no subscription is delivered by both).
+func TestTwoEnginesShareSubscriptions(t *testing.T) {
+	f := newFixture(t, local)
+	var rcvs []*receiver
+	for range 6 {
+		r := newReceiver(t, f.clock, nil)
+		rcvs = append(rcvs, r)
+		f.subscribe(tenantA, eventstream.Input{Endpoint: ptr(r.URL), EventTypes: []string{"10001"}})
+	}
+	ids := f.post(tenantA, "10001", 5)
+	f.engine(eventstream.EngineConfig{Owner: "p1", MaxWorkers: 3})
+	f.engine(eventstream.EngineConfig{Owner: "p2", MaxWorkers: 3})
+	f.drive(2, 10*time.Millisecond, func() bool {
+		for _, r := range rcvs {
+			if r.count() < 5 {
+				return false
+			}
+		}
+		return true
+	})
+	owners := map[string]int{}
+	for _, r := range rcvs {
+		if diff := cmp.Diff(ids, r.succeeded()); diff != "" {
+			t.Errorf("receiver got (-want +got):\n%s", diff)
+		}
+	}
+	subs, _ := f.store.ListSubscriptions(context.Background(), tenantA, eventstream.KindStream, "", 10)
+	for _, s := range subs {
+		owners[s.LeaseOwner]++
+	}
+	if owners["p1"] != 3 || owners["p2"] != 3 {
+		t.Errorf("leases %v, want 3 each (MaxWorkers 3)", owners)
+	}
+}

@@ -326,7 +326,9 @@ func TestLeaseTakeoverAfterWorkerDies(t *testing.T) {
 	if rcv.count() != 0 {
 		t.Fatalf("delivered %d while another process held the lease", rcv.count())
 	}
-	f.drive(1, time.Second, func() bool { return rcv.count() >= 3 })
+	f.clock.WaitForTimers(1)
+	f.clock.Advance(2 * time.Second) // the lease lapses; the engine's loop claims
+	f.drive(2, 100*time.Millisecond, func() bool { return rcv.count() >= 3 })
 	if diff := cmp.Diff(ids, rcv.succeeded()); diff != "" {
 		t.Errorf("after takeover (-want +got):\n%s", diff)
 	}
@@ -377,7 +379,10 @@ func TestTwoEnginesShareSubscriptions(t *testing.T) {
 	ids := f.post(tenantA, "10001", 5)
 	f.engine(eventstream.EngineConfig{Owner: "p1", MaxWorkers: 3})
 	f.engine(eventstream.EngineConfig{Owner: "p2", MaxWorkers: 3})
-	f.drive(2, 10*time.Millisecond, func() bool {
+	// Two engine loops and six workers, each on a timer when waiting: time
+	// moves only when all of them wait, as real time would relative to
+	// the 30 s leases.
+	f.drive(8, 10*time.Millisecond, func() bool {
 		for _, r := range rcvs {
 			if r.count() < 5 {
 				return false

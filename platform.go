@@ -23,6 +23,7 @@ import (
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
@@ -49,6 +50,7 @@ type Store interface {
 	vtoken.Store
 	authenticator.Store
 	guide.Store
+	eventstream.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -100,6 +102,15 @@ type Config struct {
 	GuideIdleTimeout   time.Duration
 	GuideClosedTimeout time.Duration
 	GuideOpenGrace     time.Duration
+	// AllowPrivateEndpoints lets event-stream endpoints be on loopback,
+	// private or link-local addresses (off by default: SSRF).
+	AllowPrivateEndpoints bool
+	// EventStreamLeaseFor and EventStreamPollEvery tune the event-stream
+	// delivery engine; zero means eventstream.DefaultLeaseFor and
+	// eventstream.DefaultPollEvery. A dead process's subscriptions are
+	// taken over once its lease lapses.
+	EventStreamLeaseFor  time.Duration
+	EventStreamPollEvery time.Duration
 }
 
 // Locker is implemented by stores that several processes share
@@ -172,6 +183,11 @@ type Platform struct {
 	Authenticators *authenticator.Service
 	// Guide is the interactive API guide's login and sessions.
 	Guide *guide.Service
+	// EventStream is area E: push subscriptions and directory sync; its
+	// delivery engine runs in Run.
+	EventStream *eventstream.Service
+
+	streamEngine *eventstream.Engine
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -275,6 +291,13 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer,
 		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
 	})
+	p.EventStream = eventstream.NewService(eventstream.Config{
+		Store: cfg.Store, Events: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Guard: eventstream.Guard{AllowPrivate: cfg.AllowPrivateEndpoints},
+	})
+	p.streamEngine = eventstream.NewEngine(eventstream.EngineConfig{
+		Service: p.EventStream, Waker: p.Events, LeaseFor: cfg.EventStreamLeaseFor, PollEvery: cfg.EventStreamPollEvery,
+	})
 	if err := p.registerMetrics(); err != nil {
 		p.Close()
 		return nil, err
@@ -318,8 +341,8 @@ func (p *Platform) CreateTenant(ctx context.Context, by identity.Principal, name
 	return t, p.recorder.EnsureInstances(ctx, t.ID)
 }
 
-// Run runs the background workers (audit export jobs, archive clean-up and
-// event retention) until ctx ends or Close is called, and returns once they
+// Run runs the background workers (audit export jobs, archive clean-up,
+// event retention and event-stream delivery) until ctx ends or Close is called, and returns once they
 // have stopped. With a Notifier store, a job queued by any process wakes
 // the export worker.
 func (p *Platform) Run(ctx context.Context) error {
@@ -356,6 +379,7 @@ func (p *Platform) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Events.Run(ctx) })
 	wg.Go(func() { p.Guide.Run(ctx) })
+	wg.Go(func() { p.streamEngine.Run(ctx) })
 	err := p.Exports.Run(ctx)
 	cancel()
 	wg.Wait()

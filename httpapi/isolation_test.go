@@ -51,14 +51,21 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		t.Fatalf("create virtual token: %d %s", vtok.Status, vtok.Body)
 	}
 	vtokID := strings.Trim(strings.TrimSpace(string(vtok.Body)), `"`)
+	streamA := e.AuditClient(a, "", identity.ScopeEventStreamAdmin)
+	stream := e.Do("POST", "/eventstream/v1/tenants/"+a.Code+"/subscriptions", map[string]any{"endpoint": "https://203.0.113.10/acme-q7", "eventTypes": []string{"401"}}, bearer(streamA))
+	if stream.Status != http.StatusCreated {
+		t.Fatalf("create event-stream subscription: %d %s", stream.Status, stream.Body)
+	}
 	values := map[string]string{
-		"tokenId":    vtokID,
-		"tokenLabel": "label-of-acme-q7",
-		"roleAction": "User:ResetPin",
-		"tenantId":   a.ID,
-		"tenantCode": a.Code,
-		"userId":     user.JSON()["id"].(string),
-		"jobId":      job.JSON()["jobId"].(string),
+		"tokenId":        vtokID,
+		"tokenLabel":     "label-of-acme-q7",
+		"roleAction":     "User:ResetPin",
+		"tenantId":       a.ID,
+		"tenantCode":     a.Code,
+		"userId":         user.JSON()["id"].(string),
+		"jobId":          job.JSON()["jobId"].(string),
+		"tenant":         a.Code,
+		"subscriptionId": stream.JSON()["resources"].([]any)[0].(string),
 	}
 	// An authenticator of A's user (area C).
 	dev := authenticatortest.New("localhost", "http://localhost:8080")
@@ -76,7 +83,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"/notification/":      sub.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID()}
+	markers := []string{vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], "acme-q7"}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
@@ -141,7 +148,11 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		}
 		t.Run(r.Method+" "+r.Pattern, func(t *testing.T) {
 			checked++
-			resp := e.Do(r.Method, path, body, cred)
+			headers := []string{cred}
+			if strings.HasPrefix(r.Pattern, "/eventstream/") && !strings.Contains(r.Pattern, "{tenant}") {
+				headers = append(headers, "acting-tenant-id: "+a.Code) // B names A's tenant in the header
+			}
+			resp := e.Do(r.Method, path, body, headers...)
 			if namesA && !slices.Contains([]int{401, 403, 404}, resp.Status) {
 				t.Errorf("status %d for another tenant's resource, want 401, 403 or 404; body %s", resp.Status, resp.Body)
 			}

@@ -102,6 +102,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerVToken()
 	s.registerAuthenticators()
 	s.registerGuide()
+	s.registerEventStream()
 	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))
 	return s
 }

@@ -38,6 +38,7 @@ type Store struct {
 	vtoken     *vtokenData                    // virtual tokens; see vtoken.go
 	authnArea  *authnData                     // authenticators; see authenticator.go
 	guideData  *guideData                     // guide sessions and SSO settings; see guide.go
+	estream    *esData                        // area E; see eventstream.go
 
 	notReady error // what Ready returns; see SetNotReady
 }

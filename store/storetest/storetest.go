@@ -12,6 +12,7 @@ import (
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/guide"
+	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/notify"
@@ -31,6 +32,7 @@ type Store interface {
 	vtoken.Store
 	authenticator.Store
 	guide.Store
+	eventstream.Store
 	Close() error
 }
 
@@ -48,7 +50,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, guideTests}
+	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, guideTests, eventStreamTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

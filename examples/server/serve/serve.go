@@ -118,7 +118,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public,
 		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
-		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed})
+		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed,
+		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints})
 	if err != nil {
 		if cfg.PostgresDSN != "" {
 			// Most likely another process sealed the keys with another

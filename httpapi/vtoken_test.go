@@ -10,6 +10,7 @@ import (
 	"math/big"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
+	"github.com/latchkey/latchkey/vtoken"
 )
 
 // openssl runs openssl with args and returns its output, failing the test
@@ -247,5 +249,42 @@ func TestVTokenUploadLimits(t *testing.T) {
 	}
 	if r := v.e.Do("POST", v.users+"/"+tok+"/Role/User:ResetPin", jsonBody("user-pin-1"), v.auth, "X-VirtualToken-IsNewPasswordEncrypted: maybe"); r.Status != http.StatusBadRequest {
 		t.Errorf("bad flag: %d %s", r.Status, r.Body)
+	}
+}
+
+// endless is a multipart body whose pfxCertificate part never ends; it
+// counts the bytes read from it.
+type endless struct {
+	head []byte
+	read int64
+}
+
+func (e *endless) Read(p []byte) (int, error) {
+	n := copy(p, e.head)
+	e.head = e.head[n:]
+	for i := n; i < len(p); i++ {
+		p[i] = 'x'
+	}
+	e.read += int64(len(p))
+	return len(p), nil
+}
+
+// TestVTokenUploadIsStreamed sends an upload that never ends: the route
+// answers 413 having read about its limit, not the body.
+func TestVTokenUploadIsStreamed(t *testing.T) {
+	v := newVTokenEnv(t)
+	tok := v.createToken(t)
+	body := &endless{head: []byte("--b\r\nContent-Disposition: form-data; name=\"pfxCertificate\"; filename=\"a.pfx\"\r\n\r\n")}
+	req := httptest.NewRequestWithContext(t.Context(), "POST", v.users+"/"+tok+"/Certificate", body)
+	req.Header.Set("Content-Type", "multipart/form-data; boundary=b")
+	req.Header.Set("Authorization", strings.TrimPrefix(v.auth, "Authorization: "))
+	req.Header.Set("X-VirtualToken-CertificatePassword", "pfx-password")
+	w := httptest.NewRecorder()
+	v.e.Handler.ServeHTTP(w, req)
+	if w.Code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("endless upload: %d %s", w.Code, w.Body)
+	}
+	if limit := int64(vtoken.MaxPFXBytes + vtoken.MaxUploadOverhead); body.read > limit+64<<10 {
+		t.Errorf("read %d bytes of an endless upload; the limit is %d", body.read, limit)
 	}
 }

@@ -26,8 +26,8 @@ import (
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/latchkey/latchkey/vtoken"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Store is what a Platform keeps its data in: every area's store.

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
@@ -87,6 +88,31 @@ type Service struct {
 	cfg      Config
 	stop     chan struct{} // closed by StopWaiting
 	stopOnce sync.Once
+
+	waiting, retrievals, delivered atomic.Int64 // see Stats
+	observer                       RetrievalObserver
+}
+
+// RetrievalObserver is told how many notifications each committed
+// retrieval handed out (metrics.Notification implements it).
+type RetrievalObserver interface {
+	Retrieved(n int)
+}
+
+// ObserveRetrievals makes o see every committed retrieval from now on;
+// call it before the service is used.
+func (s *Service) ObserveRetrievals(o RetrievalObserver) { s.observer = o }
+
+// Stats are counters of a Service since it was made, for metrics.
+type Stats struct {
+	Waiting    int64 // retrievals waiting now (long polling)
+	Retrievals int64 // retrievals committed
+	Delivered  int64 // notifications returned by them
+}
+
+// Stats returns the service's counters.
+func (s *Service) Stats() Stats {
+	return Stats{Waiting: s.waiting.Load(), Retrievals: s.retrievals.Load(), Delivered: s.delivered.Load()}
 }
 
 // NewService returns a Service.
@@ -412,6 +438,11 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 	if evs == nil {
 		evs = []events.Event{}
 	}
+	s.retrievals.Add(1)
+	s.delivered.Add(int64(len(evs)))
+	if s.observer != nil {
+		s.observer.Retrieved(len(evs))
+	}
 	return Page{Page: sub.Pages, Results: evs}, rec != nil, nil
 }
 
@@ -422,6 +453,8 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 func (s *Service) await(ctx context.Context, by identity.Principal, id string, wait time.Duration) error {
 	timer := s.cfg.Clock.NewTimer(wait)
 	defer timer.Stop()
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	for {
 		woken := s.cfg.Waker.Appended(by.TenantID)
 		sub, err := s.cfg.Store.GetSubscription(ctx, by.TenantID, id)

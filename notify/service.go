@@ -297,7 +297,7 @@ func subscriber(by identity.Principal) string {
 // subscription's client (fault.Forbidden for either); an id that does not
 // match IDPattern is fault.Invalid, an unknown one fault.NotFound.
 func (s *Service) Get(ctx context.Context, by identity.Principal, id string) (View, error) {
-	meta := map[string]any{"subscription_id": id}
+	meta := map[string]any{"subscription_id": auditID(id)}
 	v, err := s.get(ctx, by, id)
 	return v, s.record(ctx, by.TenantID, ActionGet, err, meta)
 }
@@ -327,6 +327,15 @@ func (s *Service) get(ctx context.Context, by identity.Principal, id string) (Vi
 	return View{Subscription: sub, Remaining: n}, nil
 }
 
+// auditID is an id as the audit record keeps it: cut to MaxIDLength
+// bytes, so a refused over-long id cannot swell the audit log.
+func auditID(id string) string {
+	if len(id) > MaxIDLength {
+		return id[:MaxIDLength]
+	}
+	return id
+}
+
 const msgOtherClient = "the access token's client_id is not the subscription's client_id"
 
 func sameClient(by identity.Principal, sub Subscription) error {
@@ -351,7 +360,7 @@ func notFound(err error) error {
 // caller needs scope notification:consent:administrator (fault.Forbidden);
 // a bad id is fault.Invalid, an unknown one fault.NotFound.
 func (s *Service) Delete(ctx context.Context, by identity.Principal, id string) error {
-	meta := map[string]any{"subscription_id": id}
+	meta := map[string]any{"subscription_id": auditID(id)}
 	err := needScope(by, identity.ScopeNotificationAdmin)
 	if err == nil {
 		err = checkID("id", id)
@@ -392,7 +401,7 @@ func (s *Service) notBefore(ctx context.Context, tenantID string) (time.Time, er
 // commit and the answer, the only moment a page can be lost (see
 // docs/notifications.md), is as short as it can be.
 func (s *Service) Retrieve(ctx context.Context, by identity.Principal, id string, wait time.Duration) (Page, error) {
-	meta := map[string]any{"subscription_id": id}
+	meta := map[string]any{"subscription_id": auditID(id)}
 	p, recorded, err := s.retrieve(ctx, by, id, wait, meta)
 	if recorded {
 		return p, nil

@@ -17,9 +17,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-webauthn/webauthn/metadata"
+
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/metrics"
@@ -43,6 +47,8 @@ type Store interface {
 	events.Store
 	notify.Store
 	vtoken.Store
+	authenticator.Store
+	guide.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -82,6 +88,18 @@ type Config struct {
 	// with the embedder's own. Nil means a registry of the platform's own,
 	// with the Go runtime and process collectors, served by MetricsHandler.
 	Metrics prometheus.Registerer
+	// FIDOMetadata is the FIDO Metadata Service the tenants whose
+	// attestation policy is "trusted" check imports and registrations
+	// against (see authenticator.LoadMetadata); nil refuses them.
+	FIDOMetadata metadata.Provider
+	// GuideIdleTimeout ends an interactive guide session after this long
+	// without user activity while the guide is open (default 10 minutes);
+	// GuideClosedTimeout ends it this long after the last login once the
+	// window is closed (default 30 minutes); GuideOpenGrace is how long
+	// after its last request the page counts as open (default 1 minute).
+	GuideIdleTimeout   time.Duration
+	GuideClosedTimeout time.Duration
+	GuideOpenGrace     time.Duration
 }
 
 // Locker is implemented by stores that several processes share
@@ -150,6 +168,10 @@ type Platform struct {
 	gatherer prometheus.Gatherer // nil when the embedder's Registerer is not one
 	// VToken is area G: virtual token provisioning.
 	VToken *vtoken.Service
+	// Authenticators is area C: the FIDO authenticators of tenants' users.
+	Authenticators *authenticator.Service
+	// Guide is the interactive API guide's login and sessions.
+	Guide *guide.Service
 
 	ownArchiveDir bool // ArchiveDir was made by New; Close removes it
 	stop          chan struct{}
@@ -244,6 +266,15 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	p.VToken = vtoken.NewService(vtoken.Config{
 		Store: cfg.Store, Directory: cfg.Store, Hasher: hasher, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 	})
+	p.Authenticators = authenticator.NewService(authenticator.Config{
+		Store: cfg.Store, Directory: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Events: p.Events, Metadata: cfg.FIDOMetadata,
+	})
+	p.Guide = guide.NewService(guide.Config{
+		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer,
+		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
+	})
 	if err := p.registerMetrics(); err != nil {
 		p.Close()
 		return nil, err
@@ -324,6 +355,7 @@ func (p *Platform) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Events.Run(ctx) })
+	wg.Go(func() { p.Guide.Run(ctx) })
 	err := p.Exports.Run(ctx)
 	cancel()
 	wg.Wait()

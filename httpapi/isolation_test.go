@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/authenticator/authenticatortest"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
 )
@@ -59,19 +60,36 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"userId":     user.JSON()["id"].(string),
 		"jobId":      job.JSON()["jobId"].(string),
 	}
+	// An authenticator of A's user (area C).
+	dev := authenticatortest.New("localhost", "http://localhost:8080")
+	cdj, att := dev.Register("aXNvbGF0aW9u", authenticatortest.FormatPackedSelf)
+	authnA := "/api/v1/tenants/" + a.Code + "/users/" + values["userId"] + "/authenticators"
+	keyA := "apikey: " + e.APIKey(a, "", identity.AreaAuthenticator)
+	if r := e.Do("POST", authnA, map[string]any{"type": "FIDO", "metadata": map[string]any{"attestation": map[string]any{
+		"clientDataJson": authenticatortest.B64(cdj), "attestationObject": authenticatortest.B64(att)}}}, keyA); r.Status != http.StatusOK {
+		t.Fatalf("import authenticator: %d %s", r.Status, r.Body)
+	}
+	values["authenticatorId"] = dev.ID()
 	idFor := map[string]string{ // {id} by the area of the route
 		"/client-management/": client.ID,
 		"/vault/":             key.JSON()["id"].(string),
 		"/notification/":      sub.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7"}
+	markers := []string{vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID()}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
 	apiKeyB := e.APIKey(b, "", identity.AreaAuthenticator, identity.AreaProvisioning)
+	guideB := e.Do("POST", "/guide/session", map[string]string{"name": "tadmin", "password": "tenant-password-1", "tenant": b.Code})
+	if guideB.Status != http.StatusOK {
+		t.Fatalf("guide login: %d %s", guideB.Status, guideB.Body)
+	}
+	guideCookieB := strings.Split(guideB.Header.Get("Set-Cookie"), ";")[0]
 	credential := func(auth string) (string, bool) {
 		switch {
+		case auth == "guide-session":
+			return "Cookie: " + guideCookieB, true
 		case auth == "platform-jwt":
 			return bearer(b.AdminToken), true
 		case strings.HasPrefix(auth, "oauth:"):
@@ -149,5 +167,8 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	}
 	if sub, err := e.Store.GetSubscription(t.Context(), a.ID, idFor["/notification/"]); err != nil || sub.Pages != 0 {
 		t.Errorf("A's subscription after B's attempts: %+v, %v", sub, err)
+	}
+	if r := e.Do("GET", authnA+"/"+dev.ID(), nil, keyA); r.Status != 200 || r.JSON()["state"] != "pending" {
+		t.Errorf("A's authenticator after B's attempts: %d %s", r.Status, r.Body)
 	}
 }

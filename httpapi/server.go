@@ -100,6 +100,8 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerEvents()
 	s.registerNotify()
 	s.registerVToken()
+	s.registerAuthenticators()
+	s.registerGuide()
 	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))
 	return s
 }

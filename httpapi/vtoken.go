@@ -246,16 +246,17 @@ func (s *Server) vtokenSign(w http.ResponseWriter, r *http.Request) error {
 		Password            string `json:"password"`
 		IsPasswordEncrypted bool   `json:"isPasswordEncrypted"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	data, err := base64.StdEncoding.DecodeString(req.Data)
-	if err != nil {
-		return fault.E(fault.Invalid, fault.Field("data"), "data must be standard base64", err)
+	// A malformed body is reported by the service after its access checks.
+	err := decodeJSON(r, &req)
+	var data []byte
+	if err == nil {
+		if data, err = base64.StdEncoding.DecodeString(req.Data); err != nil {
+			err = fault.E(fault.Invalid, fault.Field("data"), "data must be standard base64", err)
+		}
 	}
 	sig, err := s.p.VToken.Sign(r.Context(), principal(r), vtokenRef(r), vtoken.SignRequest{
 		SerialNumber: req.SerialNumber, Algorithm: req.Algorithm, Data: data,
-		Password: vtoken.PINInput{Text: req.Password, Encrypted: req.IsPasswordEncrypted},
+		Password: vtoken.PINInput{Text: req.Password, Encrypted: req.IsPasswordEncrypted, Err: err},
 	})
 	if err != nil {
 		return err

@@ -421,19 +421,21 @@ func (s *Service) Complete(ctx context.Context, p identity.Principal, r Ref) err
 }
 
 // SetLabel sets the token's label (1 to MaxLabelLength characters). A
-// complete token is fault.Conflict.
+// complete token is fault.Conflict. The label is judged after the access
+// checks, like every input.
 func (s *Service) SetLabel(ctx context.Context, p identity.Principal, r Ref, label string) error {
 	meta := refMeta(r)
-	meta["label"] = label
-	if n := utf8.RuneCountInString(label); n < 1 || n > MaxLabelLength || !utf8.ValidString(label) || strings.ContainsFunc(label, isControl) {
-		if err := s.checkTenant(ctx, p, r.TenantID); err != nil {
-			return s.record(ctx, auditTenant(p), ActionLabel, err, meta)
-		}
-		delete(meta, "label")
-		return s.record(ctx, auditTenant(p), ActionLabel, fault.E(fault.Invalid, fault.Field("tokenLabel"),
-			fmt.Sprintf("the token label must be 1 to %d characters, without control characters", MaxLabelLength)), meta)
+	valid := utf8.ValidString(label) && !strings.ContainsFunc(label, isControl)
+	if n := utf8.RuneCountInString(label); n < 1 || n > MaxLabelLength || !valid {
+		valid = false
+	} else {
+		meta["label"] = label
 	}
 	_, err := s.update(ctx, p, r, ActionLabel, meta, func(t *Token) error {
+		if !valid {
+			return fault.E(fault.Invalid, fault.Field("tokenLabel"),
+				fmt.Sprintf("the token label must be 1 to %d characters, without control characters", MaxLabelLength))
+		}
 		if t.State == StateComplete {
 			return errComplete
 		}
@@ -485,6 +487,16 @@ func CheckPIN(role, pin string) error {
 	return nil
 }
 
+// canonicalPIN is the form of a password that is hashed and verified: an
+// Admin password is 24 bytes written in hexadecimal, so its letters' case
+// does not matter (upper-case); a User password is kept as typed.
+func canonicalPIN(role, pin string) string {
+	if role == RoleAdmin {
+		return strings.ToUpper(pin)
+	}
+	return pin
+}
+
 // PINInput is a password as received: the text, and whether it is
 // encrypted with the tenant exchange key.
 type PINInput struct {
@@ -517,7 +529,7 @@ func (s *Service) ResetPIN(ctx context.Context, p identity.Principal, r Ref, rol
 	if err := CheckPIN(role, pin); err != nil {
 		return fail(err)
 	}
-	hash, err := s.cfg.Hasher.Hash(ctx, pin)
+	hash, err := s.cfg.Hasher.Hash(ctx, canonicalPIN(role, pin))
 	if err != nil {
 		return fail(err)
 	}
@@ -560,10 +572,10 @@ func (s *Service) ChangePIN(ctx context.Context, p identity.Principal, r Ref, ro
 	if err := CheckPIN(role, pin); err != nil {
 		return fail(err)
 	}
-	if err := s.verifyPIN(ctx, p, r, t, role, cur); err != nil {
+	if err := s.verifyPIN(ctx, p, r, t, role, canonicalPIN(role, cur)); err != nil {
 		return fail(err)
 	}
-	hash, err := s.cfg.Hasher.Hash(ctx, pin)
+	hash, err := s.cfg.Hasher.Hash(ctx, canonicalPIN(role, pin))
 	if err != nil {
 		return fail(err)
 	}

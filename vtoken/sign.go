@@ -51,6 +51,9 @@ func (s *Service) Sign(ctx context.Context, p identity.Principal, r Ref, req Sig
 	if err != nil {
 		return fail(err)
 	}
+	if req.Password.Err != nil {
+		return fail(req.Password.Err)
+	}
 	alg, ok := signAlgs[req.Algorithm]
 	if !ok {
 		return fail(fault.E(fault.Invalid, fault.Field("algorithm"), "algorithm must be one of RS256, RS384, RS512, PS256, PS384, PS512"))

@@ -36,6 +36,8 @@ type Store struct {
 	eventLogs  map[string]*eventLog           // by tenant; see events.go
 	subs       map[subKey]notify.Subscription // see notify.go
 	vtoken     *vtokenData                    // virtual tokens; see vtoken.go
+	authnArea  *authnData                     // authenticators; see authenticator.go
+	guideData  *guideData                     // guide sessions and SSO settings; see guide.go
 
 	notReady error // what Ready returns; see SetNotReady
 }

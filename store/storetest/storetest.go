@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/notify"
@@ -27,6 +29,8 @@ type Store interface {
 	events.Store
 	notify.Store
 	vtoken.Store
+	authenticator.Store
+	guide.Store
 	Close() error
 }
 
@@ -44,7 +48,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests}
+	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, guideTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

@@ -32,6 +32,7 @@ func (p *Platform) registerMetrics() error {
 	}
 	p.metrics = m
 	p.recorder.ObserveBatches(m.AuditBatch)
+	p.Notify.ObserveRetrievals(m.Notification)
 	f := func(v int64) float64 { return float64(v) }
 	for _, c := range []struct {
 		gauge      bool
@@ -45,6 +46,8 @@ func (p *Platform) registerMetrics() error {
 		{false, "events_ingest_batches_total", "Event-log commits (group commits of posts and emits).", func() float64 { return f(p.Events.IngestStats().Batches) }},
 		{false, "events_ingest_requests_total", "Posts and emits committed to the event log.", func() float64 { return f(p.Events.IngestStats().Requests) }},
 		{false, "events_ingested_total", "Events committed to the event log.", func() float64 { return f(p.Events.IngestStats().Events) }},
+		{true, "notification_waiting_retrievals", "Notification retrievals waiting for events (long polling).", func() float64 { return f(p.Notify.Stats().Waiting) }},
+		{false, "notification_retrievals_total", "Notification retrievals committed.", func() float64 { return f(p.Notify.Stats().Retrievals) }},
 	} {
 		if c.gauge {
 			err = m.GaugeFunc(c.name, c.help, c.fn)

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
@@ -87,6 +88,31 @@ type Service struct {
 	cfg      Config
 	stop     chan struct{} // closed by StopWaiting
 	stopOnce sync.Once
+
+	waiting, retrievals, delivered atomic.Int64 // see Stats
+	observer                       RetrievalObserver
+}
+
+// RetrievalObserver is told how many notifications each committed
+// retrieval handed out (metrics.Notification implements it).
+type RetrievalObserver interface {
+	Retrieved(n int)
+}
+
+// ObserveRetrievals makes o see every committed retrieval from now on;
+// call it before the service is used.
+func (s *Service) ObserveRetrievals(o RetrievalObserver) { s.observer = o }
+
+// Stats are counters of a Service since it was made, for metrics.
+type Stats struct {
+	Waiting    int64 // retrievals waiting now (long polling)
+	Retrievals int64 // retrievals committed
+	Delivered  int64 // notifications returned by them
+}
+
+// Stats returns the service's counters.
+func (s *Service) Stats() Stats {
+	return Stats{Waiting: s.waiting.Load(), Retrievals: s.retrievals.Load(), Delivered: s.delivered.Load()}
 }
 
 // NewService returns a Service.
@@ -271,7 +297,7 @@ func subscriber(by identity.Principal) string {
 // subscription's client (fault.Forbidden for either); an id that does not
 // match IDPattern is fault.Invalid, an unknown one fault.NotFound.
 func (s *Service) Get(ctx context.Context, by identity.Principal, id string) (View, error) {
-	meta := map[string]any{"subscription_id": id}
+	meta := map[string]any{"subscription_id": auditID(id)}
 	v, err := s.get(ctx, by, id)
 	return v, s.record(ctx, by.TenantID, ActionGet, err, meta)
 }
@@ -301,6 +327,15 @@ func (s *Service) get(ctx context.Context, by identity.Principal, id string) (Vi
 	return View{Subscription: sub, Remaining: n}, nil
 }
 
+// auditID is an id as the audit record keeps it: cut to MaxIDLength
+// bytes, so a refused over-long id cannot swell the audit log.
+func auditID(id string) string {
+	if len(id) > MaxIDLength {
+		return id[:MaxIDLength]
+	}
+	return id
+}
+
 const msgOtherClient = "the access token's client_id is not the subscription's client_id"
 
 func sameClient(by identity.Principal, sub Subscription) error {
@@ -325,7 +360,7 @@ func notFound(err error) error {
 // caller needs scope notification:consent:administrator (fault.Forbidden);
 // a bad id is fault.Invalid, an unknown one fault.NotFound.
 func (s *Service) Delete(ctx context.Context, by identity.Principal, id string) error {
-	meta := map[string]any{"subscription_id": id}
+	meta := map[string]any{"subscription_id": auditID(id)}
 	err := needScope(by, identity.ScopeNotificationAdmin)
 	if err == nil {
 		err = checkID("id", id)
@@ -366,7 +401,7 @@ func (s *Service) notBefore(ctx context.Context, tenantID string) (time.Time, er
 // commit and the answer, the only moment a page can be lost (see
 // docs/notifications.md), is as short as it can be.
 func (s *Service) Retrieve(ctx context.Context, by identity.Principal, id string, wait time.Duration) (Page, error) {
-	meta := map[string]any{"subscription_id": id}
+	meta := map[string]any{"subscription_id": auditID(id)}
 	p, recorded, err := s.retrieve(ctx, by, id, wait, meta)
 	if recorded {
 		return p, nil
@@ -412,6 +447,11 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 	if evs == nil {
 		evs = []events.Event{}
 	}
+	s.retrievals.Add(1)
+	s.delivered.Add(int64(len(evs)))
+	if s.observer != nil {
+		s.observer.Retrieved(len(evs))
+	}
 	return Page{Page: sub.Pages, Results: evs}, rec != nil, nil
 }
 
@@ -422,6 +462,8 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 func (s *Service) await(ctx context.Context, by identity.Principal, id string, wait time.Duration) error {
 	timer := s.cfg.Clock.NewTimer(wait)
 	defer timer.Stop()
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
 	for {
 		woken := s.cfg.Waker.Appended(by.TenantID)
 		sub, err := s.cfg.Store.GetNotifySubscription(ctx, by.TenantID, id)

@@ -133,6 +133,9 @@ func TestSubscriptionSeesLaterEventsOfItsTypesOnce(t *testing.T) {
 	if len(p.Results) != 0 || p.Page != 2 {
 		t.Errorf("second retrieval: page %d, %d results; want page 2, none", p.Page, len(p.Results))
 	}
+	if s := e.Platform.Notify.Stats(); s.Retrievals != 2 || s.Delivered != 3 || s.Waiting != 0 {
+		t.Errorf("stats %+v, want 2 retrievals, 3 delivered, none waiting", s)
+	}
 	st = e.Do("GET", base+"/"+id, nil, w.consumer).JSON()["subscription_status"].(map[string]any)
 	if st["number_of_remaining_notifications"] != 0.0 || st["last_request_date"] != latchkeytest.Start.Format(time.RFC3339) {
 		t.Errorf("status after retrieval: %v", st)

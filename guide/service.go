@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
@@ -100,7 +101,7 @@ func NewService(cfg Config) *Service {
 	if cfg.SweepEvery <= 0 {
 		cfg.SweepEvery = DefaultSweepEvery
 	}
-	return &Service{cfg: cfg, st: cfg.Store}
+	return &Service{cfg: cfg, st: cfg.Store, providers: providerCache{client: &http.Client{Timeout: ssoHTTPTimeout}}}
 }
 
 // IdleTimeout returns the configured inactivity limit.

@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"strings"
@@ -187,8 +188,9 @@ func (s *Service) DeleteSSO(ctx context.Context, by identity.Principal, tenantID
 // providerCache keeps discovered providers (their metadata and key sets)
 // for providerTTL, so a sign-on does not fetch discovery every time.
 type providerCache struct {
-	mu sync.Mutex
-	m  map[string]cachedProvider
+	client *http.Client
+	mu     sync.Mutex
+	m      map[string]cachedProvider
 }
 
 type cachedProvider struct {
@@ -197,6 +199,10 @@ type cachedProvider struct {
 }
 
 const providerTTL = 10 * time.Minute
+
+// ssoHTTPTimeout bounds each call to a provider (discovery, keys, code
+// exchange), so a provider that hangs cannot hold requests or workers.
+const ssoHTTPTimeout = 10 * time.Second
 
 func (c *providerCache) get(ctx context.Context, issuer string, now time.Time) (*oidc.Provider, error) {
 	c.mu.Lock()
@@ -207,7 +213,7 @@ func (c *providerCache) get(ctx context.Context, issuer string, now time.Time) (
 	}
 	// The provider's key set refreshes itself in the background of later
 	// verifications, so it must not be bound to this request's context.
-	p, err := oidc.NewProvider(context.WithoutCancel(ctx), issuer)
+	p, err := oidc.NewProvider(oidc.ClientContext(context.WithoutCancel(ctx), c.client), issuer)
 	if err != nil {
 		return nil, fault.E(fault.Unavailable, "the tenant's identity provider cannot be reached", err)
 	}
@@ -329,7 +335,7 @@ func (s *Service) SSOCallback(ctx context.Context, req SSOCallbackRequest) (stri
 	if req.Code == "" {
 		return refuse("no authorization code", nil)
 	}
-	tok, err := oc.Exchange(ctx, req.Code, oauth2.VerifierOption(f.Verifier))
+	tok, err := oc.Exchange(oidc.ClientContext(ctx, s.providers.client), req.Code, oauth2.VerifierOption(f.Verifier))
 	if err != nil {
 		return refuse("the code exchange failed", err)
 	}

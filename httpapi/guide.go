@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"mime"
 	"net/http"
+	"path"
 	"strings"
 	"time"
 
@@ -109,7 +110,7 @@ func (s *Server) guideStatic() handlerFunc {
 		guideSecurityHeaders(w)
 		if file != "index.html" {
 			if b, err := fs.ReadFile(own, file); err == nil {
-				if ct := mime.TypeByExtension(file[strings.LastIndexByte(file, '.'):]); ct != "" {
+				if ct := mime.TypeByExtension(path.Ext(file)); ct != "" {
 					w.Header().Set("Content-Type", ct)
 				}
 				w.Header().Set("Cache-Control", "no-cache")

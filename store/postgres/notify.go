@@ -118,17 +118,30 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 		out []events.Event
 	)
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		var err error
 		out = nil
-		if sub, err = scanNotifySub(tx.QueryRow(ctx, subLock, tenantID, id)); err != nil {
+		// One round trip locks the row, then reads the head with a
+		// snapshot taken after the lock was granted (READ COMMITTED takes
+		// one per statement).
+		b := &pgx.Batch{}
+		b.Queue(subLock, tenantID, id)
+		b.Queue(eventHeadOf, tenantID)
+		br := tx.SendBatch(ctx, b)
+		var err error
+		sub, err = scanNotifySub(br.QueryRow())
+		if err != nil {
+			br.Close()
 			return notFound(err, "subscription")
+		}
+		var head int64
+		if err := br.QueryRow().Scan(&head); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			br.Close()
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return err
 		}
 		if sub.ClientID != clientID {
 			return fault.E(fault.Forbidden, "the client is not the subscription's client")
-		}
-		var head int64
-		if err := tx.QueryRow(ctx, eventHeadOf, tenantID).Scan(&head); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return err
 		}
 		cursor := head
 		if head > sub.Cursor && len(sub.EventTypeIDs) > 0 {
@@ -137,25 +150,29 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 			}
 		}
 		cursor = max(cursor, sub.Cursor)
-		if _, err := tx.Exec(ctx, subAdvance, tenantID, id, cursor, now); err != nil {
+		// The cursor's advance and the lock of the audit chain share a
+		// round trip; the record is written in the next. The chain is
+		// locked after the subscription: an audit append locks only the
+		// chain head, so no two transactions take these locks in
+		// opposite order.
+		b = &pgx.Batch{}
+		b.Queue(subAdvance, tenantID, id, cursor, now)
+		var a *auditAppend
+		if rec != nil {
+			next := sub
+			next.Pages++
+			setRetrievalMeta(rec, next, len(out))
+			if a, err = newAuditAppend([]*audit.Record{rec}); err != nil {
+				return err
+			}
+			a.lock(b)
+		}
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
 			return err
 		}
 		sub.Cursor, sub.Pages, sub.LastRequest = cursor, sub.Pages+1, now
-		if rec == nil {
+		if a == nil {
 			return nil
-		}
-		// The audit record goes in this transaction, after the
-		// subscription's lock: an audit append locks only the chain
-		// head, so no two transactions take these locks in opposite order.
-		setRetrievalMeta(rec, sub, len(out))
-		a, err := newAuditAppend([]*audit.Record{rec})
-		if err != nil {
-			return err
-		}
-		b := &pgx.Batch{}
-		a.lock(b)
-		if err := tx.SendBatch(ctx, b).Close(); err != nil {
-			return err
 		}
 		b = &pgx.Batch{}
 		a.write(b)

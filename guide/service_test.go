@@ -218,10 +218,10 @@ func TestLoginRotatesAndLogoutEnds(t *testing.T) {
 	if want := e.Clock.Now().Add(guide.DefaultTokenTTL); !exp.Equal(want) {
 		t.Errorf("JWT expires at %v, want %v", exp, want)
 	}
-	if err := e.Platform.Guide.Logout(ctx, id); err != nil {
+	if err := e.Platform.Guide.Logout(ctx, id, guide.LogoutByUser); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, "second logout", e.Platform.Guide.Logout(ctx, id), fault.Unauthenticated)
+	wantKind(t, "second logout", e.Platform.Guide.Logout(ctx, id, guide.LogoutByUser), fault.Unauthenticated)
 	_, err = e.Platform.Guide.Check(ctx, id, false)
 	wantKind(t, "check after logout", err, fault.Unauthenticated)
 	want := []string{"guide.login success", "guide.logout success replaced by a new login", "guide.login success", "guide.logout success"}

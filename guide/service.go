@@ -174,7 +174,11 @@ func (s *Service) Login(ctx context.Context, req identity.LoginRequest, oldID st
 func (s *Service) start(ctx context.Context, t identity.Tenant, u identity.User, method, oldID string, meta map[string]any) (string, Session, error) {
 	if oldID != "" {
 		if old, err := s.st.GetGuideSession(ctx, HashID(oldID)); err == nil {
-			if err := s.end(ctx, old, ActionLogout, map[string]any{"reason": "replaced by a new login"}); err != nil {
+			action, meta := ActionLogout, map[string]any{"reason": "replaced by a new login"}
+			if !s.now().Before(old.ExpiresAt) {
+				action, meta = ActionExpire, map[string]any{"reason": s.expiryReason(old)}
+			}
+			if err := s.end(ctx, old, action, meta); err != nil {
 				return "", Session{}, err
 			}
 		}

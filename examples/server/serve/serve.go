@@ -21,9 +21,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/go-webauthn/webauthn/metadata"
+
 	latchkey "github.com/latchkey/latchkey"
+	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/httpapi"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/store/postgres"
@@ -59,6 +63,17 @@ type Config struct {
 	Stdout                          io.Writer
 	// Ready, when set, receives the bound addresses once the server serves.
 	Ready func(httpAddr, tlsAddr string)
+	// MetricsAddr, when set, serves GET /metrics (Prometheus text format)
+	// on a listener of its own, apart from the API so that tenants cannot
+	// read it.
+	MetricsAddr string
+	// MetricsReady, when set, receives the metrics listener's bound address.
+	MetricsReady func(addr string)
+
+	// FIDOMetadataFile is a FIDO Metadata Service BLOB for tenants whose
+	// attestation policy is "trusted"; FIDOMetadataRootFile its trust
+	// anchor (PEM or base64 DER), "" meaning the FIDO Alliance's root.
+	FIDOMetadataFile, FIDOMetadataRootFile string
 
 	// GuideIdle and GuideClosed are the interactive guide's session limits
 	// (see latchkey.Config); zero means 10 and 30 minutes.
@@ -97,9 +112,14 @@ func Run(ctx context.Context, cfg Config) error {
 	if archives == "" {
 		archives = filepath.Join(cfg.DataDir, "archives")
 	}
+	mds, err := loadFIDOMetadata(cfg.FIDOMetadataFile, cfg.FIDOMetadataRootFile)
+	if err != nil {
+		return err
+	}
 	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public,
-		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery,
-		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed})
+		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
+		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed,
+		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints})
 	if err != nil {
 		if cfg.PostgresDSN != "" {
 			// Most likely another process sealed the keys with another
@@ -120,7 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 	h := httpapi.New(p, opts)
 
 	srv := httpapi.NewHTTPServer(cfg.Addr, h, log)
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- srv.Serve(ln) }()
 
 	var tlsSrv *http.Server
@@ -145,6 +165,21 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		go func() { errc <- tlsSrv.Serve(tls.NewListener(tln, tlsSrv.TLSConfig)) }()
 	}
+	var metricsSrv *http.Server
+	if cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("-metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", p.MetricsHandler())
+		metricsSrv = httpapi.NewHTTPServer(cfg.MetricsAddr, mux, log)
+		go func() { errc <- metricsSrv.Serve(mln) }()
+		log.Info("serving metrics", "addr", mln.Addr().String())
+		if cfg.MetricsReady != nil {
+			cfg.MetricsReady(mln.Addr().String())
+		}
+	}
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	go func() { errc <- p.Run(runCtx) }()
@@ -163,11 +198,15 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	log.Info("shutting down")
+	srv.RegisterOnShutdown(p.Notify.StopWaiting) // long polls answer now rather than hold the shutdown
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errs := []error{srv.Shutdown(shutdownCtx)}
 	if tlsSrv != nil {
 		errs = append(errs, tlsSrv.Shutdown(shutdownCtx))
+	}
+	if metricsSrv != nil {
+		errs = append(errs, metricsSrv.Shutdown(shutdownCtx))
 	}
 	cancelRun()
 	return errors.Join(errs...)
@@ -283,4 +322,30 @@ func serverCertificate(dir string) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.LoadX509KeyPair(certPath, keyPath)
+}
+
+// loadFIDOMetadata loads the FIDO Metadata Service BLOB in file (none when
+// file is ""), verified against the root certificate in rootFile (PEM or
+// base64 DER; "" means the FIDO Alliance's production root).
+func loadFIDOMetadata(file, rootFile string) (metadata.Provider, error) {
+	if file == "" {
+		return nil, nil
+	}
+	root := ""
+	if rootFile != "" {
+		b, err := os.ReadFile(rootFile)
+		if err != nil {
+			return nil, err
+		}
+		if blk, _ := pem.Decode(b); blk != nil {
+			root = base64.StdEncoding.EncodeToString(blk.Bytes)
+		} else {
+			root = strings.TrimSpace(string(b))
+		}
+	}
+	mds, err := authenticator.LoadMetadataFile(file, root)
+	if err != nil {
+		return nil, fmt.Errorf("-fido-mds: %w", err)
+	}
+	return mds, nil
 }

@@ -1,0 +1,292 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/latchkey/latchkey/eventstream"
+	"github.com/latchkey/latchkey/fault"
+)
+
+// NewSubscription returns a push subscription of tenant for tests, with
+// every field set so that a round trip checks each column.
+func NewSubscription(tenantID, id string) eventstream.Subscription {
+	return eventstream.Subscription{
+		TenantID: tenantID, ID: id, Kind: eventstream.KindStream, Endpoint: "https://hooks.example.com/" + id,
+		EventTypes: []string{"401", "10001"}, MaxPerSecond: 50, NumberOfRetries: 2,
+		Auth:      eventstream.Auth{Type: eventstream.AuthBasic, Username: "u", Sealed: []byte{1, 2, 3}},
+		CreatedAt: Epoch, UpdatedAt: Epoch.Add(time.Second), Cursor: 7,
+		Status: eventstream.Status{LastSuccessAt: Epoch, LastErrorAt: Epoch.Add(time.Minute), LastError: "boom", Delivered: 3, DeadLettered: 1},
+	}
+}
+
+func mustCreateSub(t *testing.T, ctx context.Context, s Store, sub eventstream.Subscription) {
+	t.Helper()
+	if err := s.CreateSubscription(ctx, sub); err != nil {
+		t.Fatalf("CreateSubscription: %v", err)
+	}
+}
+
+func getSub(t *testing.T, ctx context.Context, s Store, tenantID, id string) eventstream.Subscription {
+	t.Helper()
+	sub, err := s.GetSubscription(ctx, tenantID, id)
+	if err != nil {
+		t.Fatalf("GetSubscription: %v", err)
+	}
+	return sub
+}
+
+var eventStreamTests = []test{
+	{"EventStreamSubscriptionRoundTrip", func(t *testing.T, ctx context.Context, s Store) {
+		sub := NewSubscription("t1", "s1")
+		mustCreateSub(t, ctx, s, sub)
+		if diff := cmp.Diff(sub, getSub(t, ctx, s, "t1", "s1")); diff != "" {
+			t.Errorf("round trip (-want +got):\n%s", diff)
+		}
+		ds := NewSubscription("t1", "s2")
+		ds.Kind, ds.Auth = eventstream.KindDirectorySync, eventstream.Auth{Type: eventstream.AuthNone}
+		ds.Connect = &eventstream.Connect{IdpURI: "https://idp.example.com/scim", ClientID: "c1"}
+		ds.GroupConfig = []eventstream.GroupMapping{{NodeType: "user", RelationshipType: "member"}, {NodeType: "group", RelationshipType: "owner"}}
+		mustCreateSub(t, ctx, s, ds)
+		if diff := cmp.Diff(ds, getSub(t, ctx, s, "t1", "s2")); diff != "" {
+			t.Errorf("directory sync round trip (-want +got):\n%s", diff)
+		}
+		if err := s.CreateSubscription(ctx, sub); !fault.Is(fault.Conflict, err) {
+			t.Errorf("duplicate create: %v, want Conflict", err)
+		}
+		if _, err := s.GetSubscription(ctx, "t2", "s1"); !fault.Is(fault.NotFound, err) {
+			t.Errorf("another tenant's get: %v, want NotFound", err)
+		}
+	}},
+	{"EventStreamListPagesByIDWithinTenantAndKind", func(t *testing.T, ctx context.Context, s Store) {
+		for i := range 5 {
+			mustCreateSub(t, ctx, s, NewSubscription("t1", fmt.Sprintf("s%d", i)))
+		}
+		mustCreateSub(t, ctx, s, NewSubscription("t2", "s9"))
+		ds := NewSubscription("t1", "d1")
+		ds.Kind = eventstream.KindDirectorySync
+		mustCreateSub(t, ctx, s, ds)
+		var got []string
+		after := ""
+		for {
+			page, err := s.ListSubscriptions(ctx, "t1", eventstream.KindStream, after, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range page {
+				got = append(got, p.ID)
+			}
+			if len(page) < 2 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		if diff := cmp.Diff([]string{"s0", "s1", "s2", "s3", "s4"}, got); diff != "" {
+			t.Errorf("listing (-want +got):\n%s", diff)
+		}
+	}},
+	{"EventStreamUpdateKeepsDeliveryStateAndResumes", func(t *testing.T, ctx context.Context, s Store) {
+		sub := NewSubscription("t1", "s1")
+		sub.Status.Paused, sub.Status.PausedAt, sub.Status.FailingSince = true, Epoch, Epoch
+		mustCreateSub(t, ctx, s, sub)
+		up := sub
+		up.EventTypes, up.MaxPerSecond, up.NumberOfRetries = []string{"402"}, 7, 0
+		up.Auth = eventstream.Auth{Type: eventstream.AuthHMAC, Sealed: []byte{9}}
+		up.UpdatedAt = Epoch.Add(time.Hour)
+		// Fields the update must not touch.
+		up.Endpoint, up.Cursor, up.Status.Delivered, up.Kind = "https://other.example.com", 99, 42, eventstream.KindDirectorySync
+		if err := s.UpdateSubscription(ctx, up, false); err != nil {
+			t.Fatal(err)
+		}
+		got := getSub(t, ctx, s, "t1", "s1")
+		want := sub
+		want.EventTypes, want.MaxPerSecond, want.NumberOfRetries, want.Auth, want.UpdatedAt = up.EventTypes, 7, 0, up.Auth, up.UpdatedAt
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("after update (-want +got):\n%s", diff)
+		}
+		if err := s.UpdateSubscription(ctx, up, true); err != nil {
+			t.Fatal(err)
+		}
+		if got := getSub(t, ctx, s, "t1", "s1"); got.Status.Paused || !got.Status.PausedAt.IsZero() || !got.Status.FailingSince.IsZero() {
+			t.Errorf("resume left %+v", got.Status)
+		}
+		if err := s.UpdateSubscription(ctx, NewSubscription("t2", "s1"), false); !fault.Is(fault.NotFound, err) {
+			t.Errorf("update of another tenant's: %v, want NotFound", err)
+		}
+	}},
+	{"EventStreamDeleteByKindRemovesDeadLetters", func(t *testing.T, ctx context.Context, s Store) {
+		mustCreateSub(t, ctx, s, NewSubscription("t1", "s1"))
+		claim(t, ctx, s, "w1", Epoch)
+		if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: "t1", SubscriptionID: "s1", Owner: "w1", Now: Epoch, Cursor: 8,
+			NewDeadLetters: []eventstream.DeadLetter{newLetter("t1", "s1", "m1")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.DeleteSubscription(ctx, "t1", eventstream.KindDirectorySync, "s1"); !fault.Is(fault.NotFound, err) {
+			t.Errorf("delete with the wrong kind: %v, want NotFound", err)
+		}
+		if err := s.DeleteSubscription(ctx, "t2", eventstream.KindStream, "s1"); !fault.Is(fault.NotFound, err) {
+			t.Errorf("delete of another tenant's: %v, want NotFound", err)
+		}
+		if err := s.DeleteSubscription(ctx, "t1", eventstream.KindStream, "s1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetSubscription(ctx, "t1", "s1"); !fault.Is(fault.NotFound, err) {
+			t.Errorf("get after delete: %v", err)
+		}
+		mustCreateSub(t, ctx, s, NewSubscription("t1", "s1"))
+		if dl, _ := s.ListDeadLetters(ctx, "t1", "s1", "", false, 10); len(dl) != 0 {
+			t.Errorf("dead letters survived their subscription: %v", dl)
+		}
+	}},
+	{"EventStreamLeasesAreExclusiveAndLapse", func(t *testing.T, ctx context.Context, s Store) {
+		for i := range 3 {
+			mustCreateSub(t, ctx, s, NewSubscription("t1", fmt.Sprintf("s%d", i)))
+		}
+		got, err := s.ClaimSubscriptions(ctx, "w1", Epoch, time.Minute, 2)
+		if err != nil || len(got) != 2 {
+			t.Fatalf("w1 claims %d (err %v), want 2 (limit)", len(got), err)
+		}
+		got2, err := s.ClaimSubscriptions(ctx, "w2", Epoch.Add(time.Second), time.Minute, 10)
+		if err != nil || len(got2) != 1 || got2[0].LeaseOwner != "w2" {
+			t.Fatalf("w2 claims %v (err %v), want the one left", got2, err)
+		}
+		// w1 renews its own even with limit 0.
+		again, err := s.ClaimSubscriptions(ctx, "w1", Epoch.Add(30*time.Second), time.Minute, 0)
+		if err != nil || len(again) != 2 || !again[0].LeaseUntil.Equal(Epoch.Add(90*time.Second)) {
+			t.Fatalf("w1 renews %v (err %v)", again, err)
+		}
+		// w2's lapses (it died) and w1 takes it over.
+		over, err := s.ClaimSubscriptions(ctx, "w1", Epoch.Add(61*time.Second), time.Minute, 10)
+		if err != nil || len(over) != 3 {
+			t.Fatalf("takeover: %d subscriptions (err %v), want 3", len(over), err)
+		}
+		// The dead process's write is refused.
+		err = s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: "t1", SubscriptionID: got2[0].ID, Owner: "w2", Now: Epoch.Add(62 * time.Second), Cursor: 100})
+		if !fault.Is(fault.Conflict, err) {
+			t.Errorf("RecordDelivery without the lease: %v, want Conflict", err)
+		}
+		if c := getSub(t, ctx, s, "t1", got2[0].ID).Cursor; c != 7 {
+			t.Errorf("cursor moved to %d by a refused write", c)
+		}
+		if err := s.ReleaseSubscription(ctx, "t1", "s0", "w1"); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.ClaimSubscriptions(ctx, "w3", Epoch.Add(62*time.Second), time.Minute, 10); len(got) != 1 || got[0].ID != "s0" {
+			t.Errorf("after release w3 claims %v, want s0", got)
+		}
+	}},
+	{"EventStreamConcurrentClaimsNeverShare", func(t *testing.T, ctx context.Context, s Store) {
+		for i := range 20 {
+			mustCreateSub(t, ctx, s, NewSubscription("t1", fmt.Sprintf("s%02d", i)))
+		}
+		var mu sync.Mutex
+		owners := map[string]string{}
+		var wg sync.WaitGroup
+		for w := range 4 {
+			wg.Go(func() {
+				owner := fmt.Sprintf("w%d", w)
+				got, err := s.ClaimSubscriptions(ctx, owner, Epoch, time.Minute, 20)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				for _, sub := range got {
+					if prev, ok := owners[sub.ID]; ok {
+						t.Errorf("%s claimed by %s and %s", sub.ID, prev, owner)
+					}
+					owners[sub.ID] = owner
+				}
+			})
+		}
+		wg.Wait()
+		if len(owners) != 20 {
+			t.Errorf("%d of 20 claimed", len(owners))
+		}
+	}},
+	{"EventStreamRecordDeliveryAndDeadLetters", func(t *testing.T, ctx context.Context, s Store) {
+		mustCreateSub(t, ctx, s, NewSubscription("t1", "s1"))
+		claim(t, ctx, s, "w1", Epoch)
+		st := eventstream.Status{LastSuccessAt: Epoch.Add(time.Second), Delivered: 10, DeadLettered: 2, FailingSince: Epoch, Paused: true, PausedAt: Epoch.Add(2 * time.Second)}
+		l1, l2 := newLetter("t1", "s1", "m1"), newLetter("t1", "s1", "m2")
+		if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: "t1", SubscriptionID: "s1", Owner: "w1", Now: Epoch, Cursor: 12, Status: st,
+			NewDeadLetters: []eventstream.DeadLetter{l1, l2}}); err != nil {
+			t.Fatal(err)
+		}
+		got := getSub(t, ctx, s, "t1", "s1")
+		if got.Cursor != 12 || !cmp.Equal(st, got.Status) {
+			t.Errorf("cursor %d status %+v", got.Cursor, got.Status)
+		}
+		// The cursor never moves back.
+		if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: "t1", SubscriptionID: "s1", Owner: "w1", Now: Epoch, Cursor: 5, Status: st}); err != nil {
+			t.Fatal(err)
+		}
+		if c := getSub(t, ctx, s, "t1", "s1").Cursor; c != 12 {
+			t.Errorf("cursor moved back to %d", c)
+		}
+		dls, err := s.ListDeadLetters(ctx, "t1", "s1", "", false, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]eventstream.DeadLetter{l1, l2}, dls); diff != "" {
+			t.Errorf("dead letters (-want +got):\n%s", diff)
+		}
+		if dls, _ := s.ListDeadLetters(ctx, "t2", "s1", "", false, 10); len(dls) != 0 {
+			t.Errorf("another tenant sees %v", dls)
+		}
+		if page, _ := s.ListDeadLetters(ctx, "t1", "s1", "m1", false, 10); len(page) != 1 || page[0].ID != "m2" {
+			t.Errorf("page after m1: %v", page)
+		}
+		if q, _ := s.ListDeadLetters(ctx, "t1", "s1", "", true, 10); len(q) != 0 {
+			t.Errorf("requeued before any requeue: %v", q)
+		}
+		n, err := s.RequeueDeadLetters(ctx, "t1", "s1", []string{"m2", "nope"})
+		if err != nil || n != 1 {
+			t.Fatalf("requeue: %d %v", n, err)
+		}
+		if n, _ := s.RequeueDeadLetters(ctx, "t2", "s1", nil); n != 0 {
+			t.Errorf("another tenant requeued %d", n)
+		}
+		q, _ := s.ListDeadLetters(ctx, "t1", "s1", "", true, 10)
+		if len(q) != 1 || q[0].ID != "m2" || !q[0].Requeued {
+			t.Fatalf("requeued: %v", q)
+		}
+		// m2 fails again; then every letter is requeued and m1 succeeds.
+		redead := q[0]
+		redead.Attempts, redead.LastError = 9, "again"
+		if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: "t1", SubscriptionID: "s1", Owner: "w1", Now: Epoch, Cursor: 12, Status: st, Redead: []eventstream.DeadLetter{redead}}); err != nil {
+			t.Fatal(err)
+		}
+		if n, _ := s.RequeueDeadLetters(ctx, "t1", "s1", nil); n != 2 {
+			t.Errorf("requeue all: %d, want 2", n)
+		}
+		if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: "t1", SubscriptionID: "s1", Owner: "w1", Now: Epoch, Cursor: 12, Status: st, Redelivered: []string{"m1"}}); err != nil {
+			t.Fatal(err)
+		}
+		dls, _ = s.ListDeadLetters(ctx, "t1", "s1", "", false, 10)
+		if len(dls) != 1 || dls[0].ID != "m2" || dls[0].Attempts != 9 || dls[0].LastError != "again" || !dls[0].Requeued {
+			t.Errorf("after redelivery: %+v", dls)
+		}
+		if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: "t1", SubscriptionID: "nope", Owner: "w1", Now: Epoch}); !fault.Is(fault.NotFound, err) {
+			t.Errorf("RecordDelivery of a missing subscription: %v, want NotFound", err)
+		}
+	}},
+}
+
+func newLetter(tenantID, subID, id string) eventstream.DeadLetter {
+	return eventstream.DeadLetter{TenantID: tenantID, SubscriptionID: subID, ID: id, EventSeq: 8, EventType: "401",
+		Body: []byte(`{"specversion":"1.0"}`), Attempts: 4, LastError: "the endpoint answered 503", CreatedAt: Epoch}
+}
+
+func claim(t *testing.T, ctx context.Context, s Store, owner string, now time.Time) {
+	t.Helper()
+	if _, err := s.ClaimSubscriptions(ctx, owner, now, time.Minute, 100); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -50,7 +50,7 @@ func TestGuideInBrowser(t *testing.T) {
 		t.Skip("browser test in -short mode")
 	}
 	browser := chromiumPath(t)
-	const idle = 5 * time.Second
+	const idle = 8 * time.Second // short, yet long enough that a loaded CI machine does not idle out between two clicks
 	ctx := t.Context()
 	st := memstore.New()
 	p, err := latchkey.New(ctx, latchkey.Config{

@@ -174,7 +174,11 @@ func (s *Service) Login(ctx context.Context, req identity.LoginRequest, oldID st
 func (s *Service) start(ctx context.Context, t identity.Tenant, u identity.User, method, oldID string, meta map[string]any) (string, Session, error) {
 	if oldID != "" {
 		if old, err := s.st.GetGuideSession(ctx, HashID(oldID)); err == nil {
-			if err := s.end(ctx, old, ActionLogout, map[string]any{"reason": "replaced by a new login"}); err != nil {
+			action, meta := ActionLogout, map[string]any{"reason": "replaced by a new login"}
+			if !s.now().Before(old.ExpiresAt) {
+				action, meta = ActionExpire, map[string]any{"reason": s.expiryReason(old)}
+			}
+			if err := s.end(ctx, old, action, meta); err != nil {
 				return "", Session{}, err
 			}
 		}
@@ -277,9 +281,19 @@ func CheckCSRF(sess Session, token string) error {
 	return nil
 }
 
-// Logout ends the session of id and audits it. An unknown or already
+// Logout reasons a page may give.
+const (
+	LogoutByUser = ""     // the user pressed "Log out"
+	LogoutIdle   = "idle" // the open page saw no activity for the idle limit
+)
+
+// Logout ends the session of id and audits it, with the page's reason
+// (LogoutByUser or LogoutIdle) in meta.reason. An unknown or already
 // expired id is fault.Unauthenticated.
-func (s *Service) Logout(ctx context.Context, id string) error {
+func (s *Service) Logout(ctx context.Context, id, reason string) error {
+	if reason != LogoutByUser && reason != LogoutIdle {
+		return fault.E(fault.Invalid, fault.Field("reason"), "reason must be empty or idle")
+	}
 	if id == "" {
 		return errNoSession
 	}
@@ -295,7 +309,11 @@ func (s *Service) Logout(ctx context.Context, id string) error {
 		}
 		return errExpired
 	}
-	return s.end(ctx, sess, ActionLogout, nil)
+	var meta map[string]any
+	if reason == LogoutIdle {
+		meta = map[string]any{"reason": "idle: no activity in the open guide for " + s.cfg.IdleTimeout.String()}
+	}
+	return s.end(ctx, sess, ActionLogout, meta)
 }
 
 // Token returns a short-lived platform JWT of the session's user, with

@@ -218,13 +218,20 @@ func TestLoginRotatesAndLogoutEnds(t *testing.T) {
 	if want := e.Clock.Now().Add(guide.DefaultTokenTTL); !exp.Equal(want) {
 		t.Errorf("JWT expires at %v, want %v", exp, want)
 	}
-	if err := e.Platform.Guide.Logout(ctx, id); err != nil {
+	if err := e.Platform.Guide.Logout(ctx, id, guide.LogoutByUser); err != nil {
 		t.Fatal(err)
 	}
-	wantKind(t, "second logout", e.Platform.Guide.Logout(ctx, id), fault.Unauthenticated)
+	wantKind(t, "second logout", e.Platform.Guide.Logout(ctx, id, guide.LogoutByUser), fault.Unauthenticated)
 	_, err = e.Platform.Guide.Check(ctx, id, false)
 	wantKind(t, "check after logout", err, fault.Unauthenticated)
-	want := []string{"guide.login success", "guide.logout success replaced by a new login", "guide.login success", "guide.logout success"}
+	// A login from a browser whose session has expired audits the expiry.
+	stale, _ := login(t, e)
+	e.Clock.Advance(31 * time.Minute)
+	if _, _, err := e.Platform.Guide.Login(ctx, adminLogin(), stale); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"guide.login success", "guide.logout success replaced by a new login", "guide.login success", "guide.logout success",
+		"guide.login success", "guide.session.expire success closed", "guide.login success"}
 	if d := cmp.Diff(want, guideAudit(t, e, e.Root.ID)); d != "" {
 		t.Errorf("audit (-want +got):\n%s", d)
 	}

@@ -69,7 +69,8 @@ func contractGuide(t *testing.T, c *contract, f fixture) {
 		c.do(t, call{method: "POST", path: "/guide/session/activity", header: http.Header{"X-Csrf-Token": {csrf}},
 			body: jsonBody(map[string]bool{"active": true}), req: reqInvalid, want: 401})
 		c.do(t, call{method: "DELETE", path: "/guide/session", header: http.Header{"Cookie": {"latchkey-guide=" + id}, "X-Csrf-Token": {"wrong"}}, want: 403})
-		c.do(t, call{method: "DELETE", path: "/guide/session", header: withCSRF, want: 204})
+		c.do(t, call{method: "DELETE", path: "/guide/session?reason=bored", header: withCSRF, req: reqInvalid, want: 400})
+		c.do(t, call{method: "DELETE", path: "/guide/session?reason=idle", header: withCSRF, want: 204})
 		c.do(t, call{method: "DELETE", path: "/guide/session", header: withCSRF, want: 401})
 		c.do(t, call{method: "GET", path: "/guide/session", header: cookie, want: 401})
 	})

@@ -234,13 +234,17 @@ func (s *Server) guideCSRF(r *http.Request, activity bool) (guide.Session, error
 }
 
 func (s *Server) guideLogout(w http.ResponseWriter, r *http.Request) error {
+	reason := r.URL.Query().Get("reason")
+	if reason != guide.LogoutByUser && reason != guide.LogoutIdle {
+		return fault.E(fault.Invalid, fault.Field("reason"), "reason must be absent or idle")
+	}
 	if _, err := s.guideCSRF(r, false); err != nil {
 		if fault.Is(fault.Unauthenticated, err) {
 			setGuideCookie(w, r, "", -1)
 		}
 		return err
 	}
-	if err := s.p.Guide.Logout(r.Context(), guideSessionID(r)); err != nil {
+	if err := s.p.Guide.Logout(r.Context(), guideSessionID(r), reason); err != nil {
 		return err
 	}
 	setGuideCookie(w, r, "", -1)

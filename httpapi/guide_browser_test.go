@@ -50,10 +50,11 @@ func TestGuideInBrowser(t *testing.T) {
 		t.Skip("browser test in -short mode")
 	}
 	browser := chromiumPath(t)
-	const idle = 5 * time.Second
+	const idle = 8 * time.Second // short, yet long enough that a loaded CI machine does not idle out between two clicks
 	ctx := t.Context()
+	st := memstore.New()
 	p, err := latchkey.New(ctx, latchkey.Config{
-		Store: memstore.New(), MasterKey: seal.NewKey(),
+		Store: st, MasterKey: seal.NewKey(),
 		PasswordParams: identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1}, AllowWeakPasswordHashing: true,
 		GuideIdleTimeout: idle, GuideOpenGrace: 3 * time.Second,
 	})
@@ -61,7 +62,8 @@ func TestGuideInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { p.Close() })
-	if _, err := p.Bootstrap(ctx, "admin-password-1"); err != nil {
+	boot, err := p.Bootstrap(ctx, "admin-password-1")
+	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewUnstartedServer(nil)
@@ -168,6 +170,24 @@ func TestGuideInBrowser(t *testing.T) {
 	}
 	if !strings.Contains(msg, "without activity") || after != http.StatusUnauthorized {
 		t.Errorf("after idling: status line %q, GET /guide/session %d", msg, after)
+	}
+	recs, err := st.ListAuditRecords(ctx, boot.Tenant.ID, 0, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, r := range recs {
+		if strings.HasPrefix(r.Action, "guide.") {
+			reason, _ := r.Meta["reason"].(string)
+			actions = append(actions, r.Action+" "+r.Status+" "+reason)
+		}
+	}
+	// The page logs out at its first tick past the idle limit; when the
+	// server's own limit has passed by then (it counts from the ping that
+	// reported the activity), the logout finds the session expired.
+	if len(actions) != 2 || actions[0] != "guide.login success " ||
+		!strings.HasPrefix(actions[1], "guide.logout success idle") && actions[1] != "guide.session.expire success idle" {
+		t.Errorf("audited guide actions %q, want the login and the idle logout", actions)
 	}
 }
 

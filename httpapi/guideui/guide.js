@@ -29,6 +29,8 @@
     document.body.dataset.guide = "logged-in";
     status("");
     if (!state.timer) {
+      // Opening or reloading the guide is activity.
+      state.active = true;
       state.lastActivity = Date.now();
       state.timer = setInterval(tick, s.pingInterval * 1000);
     }
@@ -40,11 +42,11 @@
     return false;
   }
 
-  async function logout(msg) {
+  async function logout(msg, reason) {
     const s = state.session;
     showLoggedOut(msg);
     if (s) {
-      await fetch("session", { method: "DELETE", credentials: "same-origin", headers: { "X-CSRF-Token": s.csrfToken } });
+      await fetch(reason ? "session?reason=" + reason : "session", { method: "DELETE", credentials: "same-origin", headers: { "X-CSRF-Token": s.csrfToken } });
     }
   }
 
@@ -55,7 +57,7 @@
     const s = state.session;
     if (!s) { return; }
     if (Date.now() - state.lastActivity >= s.idleTimeout * 1000) {
-      await logout("Logged out after " + s.idleTimeout + " seconds without activity.");
+      await logout("Logged out after " + s.idleTimeout + " seconds without activity.", "idle");
       return;
     }
     const active = state.active;

@@ -38,8 +38,9 @@ func (p *Platform) StartExport(ctx context.Context, by identity.Principal, body 
 	return job, nil
 }
 
-// GetExport returns an export job and, once it has succeeded, its signed
-// download location under archivePath; see audit.Exporter.GetExport.
+// GetExport returns an export job and, once it has succeeded, the signed
+// download locations of its archive and integrity file under archivePath;
+// see audit.Exporter.GetExport.
 func (p *Platform) GetExport(ctx context.Context, by identity.Principal, jobID, archivePath string) (audit.ExportStatus, error) {
 	return p.Exports.GetExport(ctx, auditCaller(by), jobID, archivePath)
 }
@@ -48,4 +49,10 @@ func (p *Platform) GetExport(ctx context.Context, by identity.Principal, jobID, 
 // audit.Exporter.OpenArchive.
 func (p *Platform) OpenArchive(ctx context.Context, jobID string, query url.Values) (*audit.Archive, error) {
 	return p.Exports.OpenArchive(ctx, jobID, query)
+}
+
+// OpenIntegrity opens an archive's integrity file (hash chain and signed
+// digest) for a signed download link; see audit.Exporter.OpenIntegrity.
+func (p *Platform) OpenIntegrity(ctx context.Context, jobID string, query url.Values) (*audit.Archive, error) {
+	return p.Exports.OpenIntegrity(ctx, jobID, query)
 }

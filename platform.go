@@ -17,14 +17,22 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-webauthn/webauthn/metadata"
+
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
+	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
+	"github.com/latchkey/latchkey/metrics"
+	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
+	"github.com/latchkey/latchkey/vtoken"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Store is what a Platform keeps its data in: every area's store.
@@ -38,6 +46,10 @@ type Store interface {
 	vault.Store
 	audit.ExportStore
 	events.Store
+	notify.Store
+	vtoken.Store
+	authenticator.Store
+	guide.Store
 	eventstream.Store
 }
 
@@ -73,6 +85,23 @@ type Config struct {
 	// EventRetention is how long events are kept after they were received;
 	// default events.DefaultRetention (30 days). Run deletes older ones.
 	EventRetention time.Duration
+	// Metrics is where the platform registers its Prometheus series (see
+	// package metrics): an embedder's registry, so that they are served
+	// with the embedder's own. Nil means a registry of the platform's own,
+	// with the Go runtime and process collectors, served by MetricsHandler.
+	Metrics prometheus.Registerer
+	// FIDOMetadata is the FIDO Metadata Service the tenants whose
+	// attestation policy is "trusted" check imports and registrations
+	// against (see authenticator.LoadMetadata); nil refuses them.
+	FIDOMetadata metadata.Provider
+	// GuideIdleTimeout ends an interactive guide session after this long
+	// without user activity while the guide is open (default 10 minutes);
+	// GuideClosedTimeout ends it this long after the last login once the
+	// window is closed (default 30 minutes); GuideOpenGrace is how long
+	// after its last request the page counts as open (default 1 minute).
+	GuideIdleTimeout   time.Duration
+	GuideClosedTimeout time.Duration
+	GuideOpenGrace     time.Duration
 	// AllowPrivateEndpoints lets event-stream endpoints be on loopback,
 	// private or link-local addresses (off by default: SSRF).
 	AllowPrivateEndpoints bool
@@ -142,6 +171,18 @@ type Platform struct {
 	// Events is area F: the event log, posting, native events and queries;
 	// see events.go for the Platform methods that take a principal.
 	Events *events.Service
+	// Notify is area D: notification subscriptions read by polling; see
+	// notify.go for the Platform methods that take a principal.
+	Notify *notify.Service
+
+	metrics  *metrics.Metrics
+	gatherer prometheus.Gatherer // nil when the embedder's Registerer is not one
+	// VToken is area G: virtual token provisioning.
+	VToken *vtoken.Service
+	// Authenticators is area C: the FIDO authenticators of tenants' users.
+	Authenticators *authenticator.Service
+	// Guide is the interactive API guide's login and sessions.
+	Guide *guide.Service
 	// EventStream is area E: push subscriptions and directory sync; its
 	// delivery engine runs in Run.
 	EventStream *eventstream.Service
@@ -186,6 +227,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	// once New returns. A master key other than the one that sealed them
 	// fails here, before anything is served.
 	var keys *identity.KeySet
+	hasher := identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency)
 	err = withLock(ctx, cfg.Store, "platform-keys", func(ctx context.Context) error {
 		var err error
 		if keys, err = identity.LoadKeySet(ctx, cfg.Store, sealer, cfg.Clock, cfg.Issuer); err != nil {
@@ -193,7 +235,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		}
 		p.Identity = identity.NewService(identity.Config{
 			Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-			Hasher:           identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency),
+			Hasher:           hasher,
 			PlatformTokenTTL: cfg.PlatformTokenTTL,
 		})
 		p.Clients, err = clients.New(ctx, clients.Config{
@@ -234,6 +276,21 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		evcfg.Notify = func(ctx context.Context) error { return n.Notify(ctx, eventsChannel) }
 	}
 	p.Events = events.NewService(evcfg)
+	p.Notify = notify.NewService(notify.Config{
+		Store: cfg.Store, Tenants: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Waker: p.Events, Logger: cfg.Logger,
+	})
+	p.VToken = vtoken.NewService(vtoken.Config{
+		Store: cfg.Store, Directory: cfg.Store, Hasher: hasher, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+	})
+	p.Authenticators = authenticator.NewService(authenticator.Config{
+		Store: cfg.Store, Directory: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Events: p.Events, Metadata: cfg.FIDOMetadata,
+	})
+	p.Guide = guide.NewService(guide.Config{
+		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer,
+		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
+	})
 	p.EventStream = eventstream.NewService(eventstream.Config{
 		Store: cfg.Store, Events: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		Guard: eventstream.Guard{AllowPrivate: cfg.AllowPrivateEndpoints},
@@ -241,6 +298,10 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	p.streamEngine = eventstream.NewEngine(eventstream.EngineConfig{
 		Service: p.EventStream, Waker: p.Events, LeaseFor: cfg.EventStreamLeaseFor, PollEvery: cfg.EventStreamPollEvery,
 	})
+	if err := p.registerMetrics(); err != nil {
+		p.Close()
+		return nil, err
+	}
 	return p, nil
 }
 
@@ -317,6 +378,7 @@ func (p *Platform) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Events.Run(ctx) })
+	wg.Go(func() { p.Guide.Run(ctx) })
 	wg.Go(func() { p.streamEngine.Run(ctx) })
 	err := p.Exports.Run(ctx)
 	cancel()
@@ -329,6 +391,9 @@ func (p *Platform) Run(ctx context.Context) error {
 func (p *Platform) Close() error {
 	p.closeOnce.Do(func() {
 		close(p.stop)
+		if p.Notify != nil {
+			p.Notify.StopWaiting()
+		}
 		p.workers.Wait()
 		if p.Events != nil {
 			p.Events.Close()

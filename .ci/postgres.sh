@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the PostgreSQL store's tests, and the two-process test of the
+# Runs the PostgreSQL store's tests, and the two-process tests of the
 # example server (two real server processes on one database), against the
 # machine's local server.
 #
@@ -40,9 +40,13 @@ trap 'rm -f "$out"' EXIT
 status=0
 go test -count=1 -v ./store/postgres/... 2>&1 | tee "$out" || status=$?
 if [ "$status" -eq 0 ]; then
-	go test -count=1 -v -run '^TestTwoProcessesOnePostgres$' ./examples/server/ 2>&1 | tee -a "$out" || status=$?
+	go test -count=1 -v -run '^(TestTwoProcessesOnePostgres|TestNotificationsExactlyOnceAcrossTwoProcesses)$' ./examples/server/ 2>&1 | tee -a "$out" || status=$?
 	if ! grep -q -- '--- PASS: TestTwoProcessesOnePostgres' "$out"; then
 		echo "postgres.sh: the two-process test did not run" >&2
+		exit 1
+	fi
+	if ! grep -q -- '--- PASS: TestNotificationsExactlyOnceAcrossTwoProcesses' "$out"; then
+		echo "postgres.sh: the two-process notification test did not run" >&2
 		exit 1
 	fi
 fi

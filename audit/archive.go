@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"iter"
 	"slices"
@@ -19,7 +18,9 @@ import (
 	"unicode/utf8"
 )
 
-// Names of the files inside an export archive.
+// Names of the files of an export. The archive (the spec's download, at
+// the job's location) holds LogsFile alone; the integrity file (a second
+// ZIP, at the job's digestLocation) holds ChainFile and DigestFile.
 const (
 	LogsFile   = "audit-logs.json"        // the spec's file: a JSON array of records
 	ChainFile  = "audit-logs.chain.json"  // [{seq, prevHash, hash}], one per record, same order
@@ -39,22 +40,6 @@ type ArchiveMeta struct {
 	TenantID  string        // every record must belong to this tenant
 	Request   ExportRequest // the range and filters the records were selected with
 	CreatedAt time.Time     // the digest's createdAt and the files' modification time
-
-	// Scratch holds the compressed chain file while audit-logs.json is being
-	// written: ZIP stores each file contiguously, so the chain file, which
-	// follows the logs, cannot be streamed at the same time. With a
-	// temporary file here the writer's memory stays flat whatever the number
-	// of records; when nil, an in-memory buffer is used, which grows by about
-	// 40 bytes per record (40 MB for a million). It must be empty: the writer
-	// appends with Write, reads back from offset 0 with ReadAt, and neither
-	// closes, truncates nor removes it.
-	Scratch Scratch
-}
-
-// Scratch is temporary storage for WriteArchive; an *os.File is one.
-type Scratch interface {
-	io.Writer
-	io.ReaderAt
 }
 
 // Summary describes a written archive; it is also what the digest signs.
@@ -199,28 +184,29 @@ func appendJCS(b []byte, v any) ([]byte, error) {
 	}
 }
 
-// WriteArchive writes the ZIP archive of an export to w, streaming records
-// in the order given, and returns its summary.
-//
-// The archive holds three Deflate-compressed files:
-//   - LogsFile, the spec's file: a JSON array of the records as
-//     Record.MarshalJSON writes them, one per line;
-//   - ChainFile: a JSON array, position for position, of
-//     {"seq":N,"prevHash":"hex","hash":"hex"}, the record's place in its
-//     tenant's hash chain (prevHash "" for the tenant's first record);
-//   - DigestFile: the Digest, signed by signer.
+// WriteArchive writes an export as two ZIP files, streaming records in the
+// order given, and returns its summary:
+//   - archive, the spec's download: exactly one Deflate-compressed entry,
+//     LogsFile, a JSON array of the records as Record.MarshalJSON writes
+//     them, one per line, so a client that extracts the only file gets the
+//     records and nothing else;
+//   - integrity, the tamper evidence: ChainFile, a JSON array, position for
+//     position with LogsFile, of {"seq":N,"prevHash":"hex","hash":"hex"},
+//     the record's place in its tenant's hash chain (prevHash "" for the
+//     tenant's first record), then DigestFile, the Digest signed by signer,
+//     which covers the SHA-256 of LogsFile and of ChainFile.
 //
 // Records must be of meta.TenantID, in strictly increasing Seq, with Hash
 // set (as ScanAuditRecords yields them); otherwise WriteArchive stops with an
 // error. It does not recompute hashes: a record altered in the store is
 // exported as stored, and the downloader's verification reveals it.
 //
-// Memory stays flat in the number of records when meta.Scratch is a file
-// (see ArchiveMeta.Scratch): records are encoded one at a time through a
-// buffered writer and never collected. On error, whatever was written to w
-// is not a valid archive and must be discarded; an error yielded by records
+// Memory stays flat in the number of records: records are encoded one at a
+// time through buffered writers and never collected, and the two files are
+// written side by side. On error, whatever was written to archive and
+// integrity is not valid and must be discarded; an error yielded by records
 // is returned wrapped.
-func WriteArchive(w io.Writer, meta ArchiveMeta, records iter.Seq2[Record, error], signer DigestSigner) (Summary, error) {
+func WriteArchive(archive, integrity io.Writer, meta ArchiveMeta, records iter.Seq2[Record, error], signer DigestSigner) (Summary, error) {
 	if signer == nil {
 		return Summary{}, errors.New("audit: WriteArchive: nil signer")
 	}
@@ -228,34 +214,25 @@ func WriteArchive(w io.Writer, meta ArchiveMeta, records iter.Seq2[Record, error
 		return Summary{}, errors.New("audit: WriteArchive: no tenant")
 	}
 	modified := meta.CreatedAt.UTC()
-	zw := zip.NewWriter(w)
 	// Fastest Deflate: audit JSON compresses well at any level, and the
 	// export's cost is dominated by compression otherwise (TARGETS.md P7).
-	zw.RegisterCompressor(zip.Deflate, func(w io.Writer) (io.WriteCloser, error) {
-		return flate.NewWriter(w, flate.BestSpeed)
-	})
+	fastest := func(w io.Writer) (io.WriteCloser, error) { return flate.NewWriter(w, flate.BestSpeed) }
+	zw, iw := zip.NewWriter(archive), zip.NewWriter(integrity)
+	zw.RegisterCompressor(zip.Deflate, fastest)
+	iw.RegisterCompressor(zip.Deflate, fastest)
 
-	// The logs file is written straight into the ZIP.
 	fw, err := zw.CreateHeader(&zip.FileHeader{Name: LogsFile, Method: zip.Deflate, Modified: modified})
 	if err != nil {
 		return Summary{}, err
 	}
 	logsHash := sha256.New()
 	logs := bufio.NewWriterSize(io.MultiWriter(fw, logsHash), 64<<10)
-
-	// The chain file is compressed into scratch and copied in raw afterwards.
-	scratch := meta.Scratch
-	if scratch == nil {
-		scratch = new(memScratch)
-	}
-	sw := &countWriter{w: scratch}
-	cz, err := flate.NewWriter(sw, flate.BestSpeed)
+	cw, err := iw.CreateHeader(&zip.FileHeader{Name: ChainFile, Method: zip.Deflate, Modified: modified})
 	if err != nil {
 		return Summary{}, err
 	}
-	chainHash, chainCRC := sha256.New(), crc32.NewIEEE()
-	chainSize := &countWriter{w: io.Discard}
-	chain := bufio.NewWriterSize(io.MultiWriter(cz, chainHash, chainCRC, chainSize), 32<<10)
+	chainHash := sha256.New()
+	chain := bufio.NewWriterSize(io.MultiWriter(cw, chainHash), 32<<10)
 
 	var sum Summary
 	var lastHash []byte
@@ -313,27 +290,12 @@ func WriteArchive(w io.Writer, meta ArchiveMeta, records iter.Seq2[Record, error
 	if err := chain.Flush(); err != nil {
 		return Summary{}, err
 	}
-	if err := cz.Close(); err != nil {
+	if err := zw.Close(); err != nil {
 		return Summary{}, err
 	}
 	sum.LastHash = hex.EncodeToString(lastHash)
 	sum.LogsSHA256 = hex.EncodeToString(logsHash.Sum(nil))
 	sum.ChainSHA256 = hex.EncodeToString(chainHash.Sum(nil))
-
-	chainHdr := &zip.FileHeader{
-		Name: ChainFile, Method: zip.Deflate,
-		CRC32: chainCRC.Sum32(), CompressedSize64: uint64(sw.n), UncompressedSize64: uint64(chainSize.n),
-	}
-	// CreateRaw writes the header as given, so the MS-DOS date fields that
-	// unzip shows must be filled here (CreateHeader does it from Modified).
-	chainHdr.SetModTime(modified) //nolint:staticcheck // the legacy fields are the point
-	raw, err := zw.CreateRaw(chainHdr)
-	if err != nil {
-		return Summary{}, err
-	}
-	if _, err := io.Copy(raw, io.NewSectionReader(scratch, 0, sw.n)); err != nil {
-		return Summary{}, fmt.Errorf("audit: WriteArchive: copying chain from scratch: %w", err)
-	}
 
 	sum.KeyID = signer.KeyID()
 	d := newDigest(meta, sum)
@@ -350,14 +312,14 @@ func WriteArchive(w io.Writer, meta ArchiveMeta, records iter.Seq2[Record, error
 	if err != nil {
 		return Summary{}, err
 	}
-	dw, err := zw.CreateHeader(&zip.FileHeader{Name: DigestFile, Method: zip.Deflate, Modified: modified})
+	dw, err := iw.CreateHeader(&zip.FileHeader{Name: DigestFile, Method: zip.Deflate, Modified: modified})
 	if err != nil {
 		return Summary{}, err
 	}
 	if _, err := dw.Write(append(db, '\n')); err != nil {
 		return Summary{}, err
 	}
-	if err := zw.Close(); err != nil {
+	if err := iw.Close(); err != nil {
 		return Summary{}, err
 	}
 	return sum, nil
@@ -376,49 +338,4 @@ func newDigest(meta ArchiveMeta, sum Summary) Digest {
 		CreatedAt: meta.CreatedAt.UTC().Format(DigestTimeFormat),
 		KeyID:     sum.KeyID, Alg: AlgES256,
 	}
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
-}
-
-// memScratch is the in-memory Scratch: fixed-size chunks, so growing it
-// never copies what is already written.
-type memScratch struct {
-	chunks [][]byte
-}
-
-const memChunk = 256 << 10
-
-func (m *memScratch) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		if len(m.chunks) == 0 || len(m.chunks[len(m.chunks)-1]) == memChunk {
-			m.chunks = append(m.chunks, make([]byte, 0, memChunk))
-		}
-		last := &m.chunks[len(m.chunks)-1]
-		k := min(memChunk-len(*last), len(p))
-		*last = append(*last, p[:k]...)
-		p = p[k:]
-	}
-	return n, nil
-}
-
-func (m *memScratch) ReadAt(p []byte, off int64) (int, error) {
-	n := 0
-	for n < len(p) {
-		ci, co := int((off+int64(n))/memChunk), int((off+int64(n))%memChunk)
-		if ci >= len(m.chunks) || co >= len(m.chunks[ci]) {
-			return n, io.EOF
-		}
-		n += copy(p[n:], m.chunks[ci][co:])
-	}
-	return n, nil
 }

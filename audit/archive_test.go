@@ -40,7 +40,9 @@ func join(elems []string) []byte {
 }
 
 // TestWriteArchiveGolden pins the exact bytes of audit-logs.json: the spec's
-// field names, the time format and the layout. Run with -update to rewrite.
+// field names, the time format and the layout; and that the archive holds
+// that file alone, the chain and digest going to the integrity file. Run
+// with -update to rewrite.
 func TestWriteArchiveGolden(t *testing.T) {
 	s, _ := mustSigner(t, "k1")
 	tests := []struct {
@@ -53,9 +55,14 @@ func TestWriteArchiveGolden(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			names, files := zipFiles(t, mustArchive(t, testMeta(allTime()), tc.recs, s))
-			if diff := cmp.Diff([]string{audit.LogsFile, audit.ChainFile, audit.DigestFile}, names); diff != "" {
-				t.Errorf("files (-want +got):\n%s", diff)
+			x := mustExport(t, testMeta(allTime()), tc.recs, s)
+			names, files := zipFiles(t, x.archive)
+			if diff := cmp.Diff([]string{audit.LogsFile}, names); diff != "" {
+				t.Errorf("archive files (-want +got):\n%s", diff)
+			}
+			inames, _ := zipFiles(t, x.integrity)
+			if diff := cmp.Diff([]string{audit.ChainFile, audit.DigestFile}, inames); diff != "" {
+				t.Errorf("integrity files (-want +got):\n%s", diff)
 			}
 			path := filepath.Join("testdata", tc.golden)
 			if *update {
@@ -102,8 +109,8 @@ func TestWriteArchiveSummary(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			sum, err := audit.WriteArchive(&buf, testMeta(tc.req), seqOf(tc.recs), s)
+			var a, i bytes.Buffer
+			sum, err := audit.WriteArchive(&a, &i, testMeta(tc.req), seqOf(tc.recs), s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,7 +118,7 @@ func TestWriteArchiveSummary(t *testing.T) {
 			if diff := cmp.Diff([4]int64{tc.wantCount, tc.wantFirst, tc.wantLast, tc.wantRuns}, got); diff != "" {
 				t.Errorf("count, first, last, runs (-want +got):\n%s", diff)
 			}
-			rep, err := audit.VerifyArchive(bytes.NewReader(buf.Bytes()), int64(buf.Len()), keys)
+			rep, err := export{a.Bytes(), i.Bytes()}.verify(keys)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -155,35 +162,13 @@ func TestWriteArchiveRefuses(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var buf bytes.Buffer
-			if _, err := audit.WriteArchive(&buf, testMeta(allTime()), tc.records, s); err == nil {
+			var a, i bytes.Buffer
+			if _, err := audit.WriteArchive(&a, &i, testMeta(allTime()), tc.records, s); err == nil {
 				t.Fatal("WriteArchive succeeded")
 			} else if tc.name == "iterator error" && !errors.Is(err, boom) {
 				t.Errorf("error %v does not wrap the iterator's", err)
 			}
 		})
-	}
-}
-
-// TestWriteArchiveFileScratch checks that a file scratch gives the same
-// archive content as the in-memory one.
-func TestWriteArchiveFileScratch(t *testing.T) {
-	s, keys := mustSigner(t, "k1")
-	f, err := os.CreateTemp(t.TempDir(), "chain")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	meta := testMeta(allTime())
-	meta.Scratch = f
-	archive := mustArchive(t, meta, makeChain(2000), s)
-	if _, err := audit.VerifyArchive(bytes.NewReader(archive), int64(len(archive)), keys); err != nil {
-		t.Fatal(err)
-	}
-	_, a := zipFiles(t, archive)
-	_, b := zipFiles(t, mustArchive(t, testMeta(allTime()), makeChain(2000), s))
-	if !bytes.Equal(a[audit.ChainFile], b[audit.ChainFile]) || !bytes.Equal(a[audit.LogsFile], b[audit.LogsFile]) {
-		t.Error("file scratch and memory scratch produce different files")
 	}
 }
 
@@ -223,7 +208,7 @@ func verdictOf(err error) verdict {
 
 // TestVerifyArchive tampers with exports in the two places an attacker can:
 // the store before the export (the archive is then validly signed, and only
-// the hash chain reveals it) and the archive after it (the signature and
+// the hash chain reveals it) and the downloads after it (the signature and
 // checksums reveal it; the chain names the record).
 func TestVerifyArchive(t *testing.T) {
 	s, keys := mustSigner(t, "k1")
@@ -232,18 +217,18 @@ func TestVerifyArchive(t *testing.T) {
 	filtered := allTime()
 	filtered.Action = "user.create" // seqs 1, 4, 7
 
-	fromStore := func(edit func([]audit.Record) []audit.Record) []byte {
+	fromStore := func(edit func([]audit.Record) []audit.Record) export {
 		recs := edit(append([]audit.Record(nil), chain...))
-		return mustArchive(t, testMeta(allTime()), recs, s)
+		return mustExport(t, testMeta(allTime()), recs, s)
 	}
-	good := mustArchive(t, testMeta(allTime()), chain, s)
-	editFile := func(name string, edit func([]string) []string) []byte {
+	good := mustExport(t, testMeta(allTime()), chain, s)
+	editFile := func(name string, edit func([]string) []string) export {
 		return rezip(t, good, func(f map[string][]byte) []string {
 			f[name] = join(edit(elements(t, f[name])))
 			return nil
 		})
 	}
-	editDigest := func(edit func(*audit.Digest)) []byte {
+	editDigest := func(edit func(*audit.Digest)) export {
 		return rezip(t, good, func(f map[string][]byte) []string {
 			var d audit.Digest
 			if err := json.Unmarshal(f[audit.DigestFile], &d); err != nil {
@@ -262,14 +247,14 @@ func TestVerifyArchive(t *testing.T) {
 	}
 
 	tests := []struct {
-		name    string
-		archive []byte
-		keys    map[string]crypto.PublicKey
-		want    verdict
+		name string
+		x    export
+		keys map[string]crypto.PublicKey
+		want verdict
 	}{
 		{"intact", good, keys, verdict{}},
-		{"intact filtered", mustArchive(t, testMeta(filtered), []audit.Record{chain[0], chain[3], chain[6]}, s), keys, verdict{}},
-		{"intact empty", mustArchive(t, testMeta(allTime()), nil, s), keys, verdict{}},
+		{"intact filtered", mustExport(t, testMeta(filtered), []audit.Record{chain[0], chain[3], chain[6]}, s), keys, verdict{}},
+		{"intact empty", mustExport(t, testMeta(allTime()), nil, s), keys, verdict{}},
 
 		// Tampering in the store.
 		{"store: record removed", fromStore(func(r []audit.Record) []audit.Record {
@@ -346,13 +331,18 @@ func TestVerifyArchive(t *testing.T) {
 			f["readme.txt"] = []byte("hi")
 			return []string{"readme.txt"}
 		}), keys, verdict{"malformed", 0}},
-		{"archive: not a zip", []byte("PK\x03\x04 nonsense"), keys, verdict{"malformed", 0}},
+		{"archive: chain moved into it", export{buildZip(t, []string{audit.LogsFile, audit.ChainFile}, good.files(t)), good.integrity}, keys, verdict{"malformed", 0}},
+		{"archive: not a zip", export{[]byte("PK\x03\x04 nonsense"), good.integrity}, keys, verdict{"malformed", 0}},
+		{"integrity: not a zip", export{good.archive, []byte("PK\x03\x04 nonsense")}, keys, verdict{"malformed", 0}},
+		{"integrity: digest missing", export{good.archive, buildZip(t, []string{audit.ChainFile}, good.files(t))}, keys, verdict{"malformed", 0}},
+		{"downloads swapped", export{good.integrity, good.archive}, keys, verdict{"malformed", 0}},
+		{"integrity of another export", export{good.archive, mustExport(t, testMeta(allTime()), chain[:7], s).integrity}, keys, verdict{"malformed", 7}},
 		{"wrong key", good, otherKeys, verdict{"bad signature", 0}},
 		{"unknown key", good, map[string]crypto.PublicKey{}, verdict{"unknown key", 0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := audit.VerifyArchive(bytes.NewReader(tc.archive), int64(len(tc.archive)), tc.keys)
+			_, err := tc.x.verify(tc.keys)
 			if diff := cmp.Diff(tc.want, verdictOf(err)); diff != "" {
 				t.Errorf("verdict (-want +got):\n%s\nerror: %v", diff, err)
 			}

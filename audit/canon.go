@@ -11,6 +11,8 @@ import (
 //
 //	{"seq":N,"time":"YYYY-MM-DD hh:mm:ss.ffffff",<the spec's fields in Record order>}
 //
+// (the time without the " UTC" that TimeFormat adds in the export).
+//
 // It is defined so that a record decoded from an exported audit-logs.json
 // (time as text, meta decoded with json.Decoder.UseNumber) encodes to the
 // same bytes as the record the store appended. Two things would otherwise
@@ -39,7 +41,7 @@ func canonicalRecordJSON(r Record) ([]byte, error) {
 		Seq  int64  `json:"seq"`
 		Time string `json:"time"`
 		plain
-	}{r.Seq, r.Time.UTC().Format(TimeFormat), plain(r)})
+	}{r.Seq, r.Time.UTC().Format(chainTimeFormat), plain(r)})
 }
 
 // jsonString returns s as encoding/json would decode it back after encoding

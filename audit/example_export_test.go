@@ -1,6 +1,7 @@
 package audit_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -16,8 +17,10 @@ import (
 )
 
 // Example shows both sides of an export: the platform streams a tenant's
-// records into a signed archive, and a downloader verifies it with the keys
-// from /.well-known/jwks.json, then spots a record removed from the download.
+// records into the archive (the spec's ZIP, holding audit-logs.json alone)
+// and its signed integrity file (hash chain and digest, served at the job's
+// digestLocation); a downloader verifies the two with the keys from
+// /.well-known/jwks.json, then spots a record removed before the export.
 func Example() {
 	// The platform side. The key is the platform's ES256 JWT signing key.
 	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -38,13 +41,15 @@ func Example() {
 			}
 		}
 	}
-	var archive bytes.Buffer
-	sum, err := audit.WriteArchive(&archive, audit.ArchiveMeta{JobID: "job-1", TenantID: tenant, Request: req,
+	var archive, integrity bytes.Buffer
+	sum, err := audit.WriteArchive(&archive, &integrity, audit.ArchiveMeta{JobID: "job-1", TenantID: tenant, Request: req,
 		CreatedAt: from.Add(2 * time.Hour)}, iter.Seq2[audit.Record, error](records), signer)
 	if err != nil {
 		panic(err)
 	}
 	fmt.Println("wrote", sum.Count, "records, seq", sum.FirstSeq, "to", sum.LastSeq)
+	zr, _ := zip.NewReader(bytes.NewReader(archive.Bytes()), int64(archive.Len()))
+	fmt.Println("archive entries:", len(zr.File), zr.File[0].Name)
 
 	// The downloader side: keys from the JWKS document, then verify.
 	point, _ := key.PublicKey.Bytes() // 0x04 || x || y
@@ -57,13 +62,14 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	rep, err := audit.VerifyArchive(bytes.NewReader(archive.Bytes()), int64(archive.Len()), keys)
+	rep, err := audit.VerifyArchive(bytes.NewReader(archive.Bytes()), int64(archive.Len()),
+		bytes.NewReader(integrity.Bytes()), int64(integrity.Len()), keys)
 	fmt.Println("verified:", err == nil, rep.Count, "records in", rep.Runs, "run")
 
 	// The second record is cut out of the log of a second, otherwise identical
 	// export (as if removed from the database before the export ran).
-	var cut bytes.Buffer
-	_, _ = audit.WriteArchive(&cut, audit.ArchiveMeta{JobID: "job-2", TenantID: tenant, Request: req},
+	var cut, cutIntegrity bytes.Buffer
+	_, _ = audit.WriteArchive(&cut, &cutIntegrity, audit.ArchiveMeta{JobID: "job-2", TenantID: tenant, Request: req},
 		func(yield func(audit.Record, error) bool) {
 			for r := range records {
 				if r.Seq != 2 && !yield(r, nil) {
@@ -71,13 +77,15 @@ func Example() {
 				}
 			}
 		}, signer)
-	_, err = audit.VerifyArchive(bytes.NewReader(cut.Bytes()), int64(cut.Len()), keys)
+	_, err = audit.VerifyArchive(bytes.NewReader(cut.Bytes()), int64(cut.Len()),
+		bytes.NewReader(cutIntegrity.Bytes()), int64(cutIntegrity.Len()), keys)
 	var ve *audit.VerifyError
 	if errors.Is(err, audit.ErrRecordMissing) && errors.As(err, &ve) {
 		fmt.Println("missing record: seq", ve.Seq)
 	}
 	// Output:
 	// wrote 3 records, seq 1 to 3
+	// archive entries: 1 audit-logs.json
 	// verified: true 3 records in 1 run
 	// missing record: seq 2
 }

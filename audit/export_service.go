@@ -15,7 +15,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/clock"
@@ -77,9 +79,10 @@ type ExporterConfig struct {
 	// URLKey is the HMAC key of download links, at least 32 bytes
 	// (seal.Sealer.SubKey("audit-url")); the same in every process.
 	URLKey []byte
-	// ArchiveDir holds the archives and the workers' scratch files; it is
-	// created if missing. Several processes may share it (it is then a
-	// shared volume); the store's leases keep them from writing the same job.
+	// ArchiveDir holds the archives, their integrity files and the files
+	// being written; it is created if missing. Several processes may share
+	// it (it is then a shared volume); the store's leases keep them from
+	// writing the same job.
 	ArchiveDir string
 	// Owner names this process's worker in leases; default random.
 	Owner string
@@ -115,6 +118,19 @@ type Exporter struct {
 
 	mu       sync.Mutex
 	passDone chan struct{} // closed and replaced after each worker pass
+
+	created, succeeded, failed, running atomic.Int64
+}
+
+// ExportStats counts the jobs this process created, completed and failed
+// since it started, and the archives it is writing now, for metrics.
+type ExportStats struct {
+	Created, Succeeded, Failed, Running int64
+}
+
+// Stats reports this process's export work.
+func (e *Exporter) Stats() ExportStats {
+	return ExportStats{Created: e.created.Load(), Succeeded: e.succeeded.Load(), Failed: e.failed.Load(), Running: e.running.Load()}
 }
 
 // NewExporter returns an Exporter; it starts nothing (see Run).
@@ -247,10 +263,16 @@ func (e *Exporter) StartExport(ctx context.Context, c Caller, body []byte) (Expo
 	if err != nil {
 		return ExportJob{}, e.record(ctx, c.TenantID, action, err, nil)
 	}
-	job := ExportJob{ID: ids.NewGUID(), TenantID: c.TenantID, Request: req, State: JobActive, StartedAt: now}
+	trace := TraceID(ctx)
+	if trace == "" {
+		trace = NewTraceID()
+		ctx = WithTraceID(ctx, trace)
+	}
+	job := ExportJob{ID: ids.NewGUID(), TenantID: c.TenantID, Request: req, State: JobActive, StartedAt: now, TraceID: trace}
 	if err := e.cfg.Store.CreateExportJob(ctx, job); err != nil {
 		return ExportJob{}, e.record(ctx, c.TenantID, action, err, requestMeta(job.ID, req))
 	}
+	e.created.Add(1)
 	if err := e.record(ctx, c.TenantID, action, nil, requestMeta(job.ID, req)); err != nil {
 		return ExportJob{}, err
 	}
@@ -259,17 +281,20 @@ func (e *Exporter) StartExport(ctx context.Context, c Caller, body []byte) (Expo
 }
 
 // ExportStatus is a job as its owner sees it: Location is the signed
-// download URL (relative to the server, under the archive path given to
-// GetExport) while the job is SUCCEEDED and its archive is kept, else "".
+// download URL of the archive and DigestLocation that of its integrity file
+// (both relative to the server, under the archive path given to GetExport)
+// while the job is SUCCEEDED and its archive is kept, else "".
 type ExportStatus struct {
-	Job      ExportJob
-	Location string
+	Job            ExportJob
+	Location       string
+	DigestLocation string
 }
 
-// GetExport returns a job of the caller's tenant with a freshly signed
-// location when it has succeeded. archivePath is the route archives are
-// served under (e.g. "/audit/v1/archives"); the link expires 24 hours from
-// now or when the archive is removed, whichever is first. Another tenant's
+// GetExport returns a job of the caller's tenant with freshly signed
+// locations when it has succeeded. archivePath is the route archives are
+// served under (e.g. "/audit/v1/archives"; integrity files are under
+// archivePath/{jobId}/integrity); the links expire 24 hours from now or
+// when the archive is removed, whichever is first. Another tenant's
 // job, or an unknown id, is fault.NotFound.
 func (e *Exporter) GetExport(ctx context.Context, c Caller, jobID, archivePath string) (ExportStatus, error) {
 	const action = "export.get"
@@ -292,18 +317,27 @@ func (e *Exporter) GetExport(ctx context.Context, c Caller, jobID, archivePath s
 			exp = job.ArchiveExpiresAt
 		}
 		st.Location = e.urls.Sign(archivePath, job.ID, job.TenantID, exp)
+		st.DigestLocation = e.urls.SignIntegrity(archivePath, job.ID, job.TenantID, exp)
 	}
 	meta["state"] = job.State
 	return st, e.record(ctx, c.TenantID, action, nil, meta)
 }
 
-// Archive is an open archive file; the caller must Close it.
+// Archive is an open download (an archive or its integrity file); the
+// caller must Close it.
 type Archive struct {
 	io.ReadSeekCloser
 	Size  int64
 	JobID string
 	// ModTime is when the job completed.
 	ModTime time.Time
+}
+
+// IntegrityName is the name of the integrity file stored beside archive
+// (the ExportJob.Archive name): "<job>-<attempt>.zip" has
+// "<job>-<attempt>.integrity.zip".
+func IntegrityName(archive string) string {
+	return strings.TrimSuffix(archive, ".zip") + ".integrity.zip"
 }
 
 // OpenArchive opens the archive of jobID for a download through a signed
@@ -314,10 +348,24 @@ type Archive struct {
 // job's tenant (action export.download); forged links name no trustworthy
 // tenant and are only logged.
 func (e *Exporter) OpenArchive(ctx context.Context, jobID string, query url.Values) (*Archive, error) {
-	const action = "export.download"
-	if err := e.urls.VerifyQuery(jobID, query); err != nil {
+	return e.open(ctx, jobID, query, false)
+}
+
+// OpenIntegrity is OpenArchive for the job's integrity file (hash chain and
+// signed digest) through a link made for it (digestLocation); the download
+// is recorded as export.integrity.download.
+func (e *Exporter) OpenIntegrity(ctx context.Context, jobID string, query url.Values) (*Archive, error) {
+	return e.open(ctx, jobID, query, true)
+}
+
+func (e *Exporter) open(ctx context.Context, jobID string, query url.Values, integrity bool) (*Archive, error) {
+	action, verify := "export.download", e.urls.VerifyQuery
+	if integrity {
+		action, verify = "export.integrity.download", e.urls.VerifyIntegrityQuery
+	}
+	if err := verify(jobID, query); err != nil {
 		if !fault.Is(fault.Expired, err) {
-			e.log.Warn("audit: rejected archive link", "job", jobID, "err", err)
+			e.log.Warn("audit: rejected archive link", "job", jobID, "integrity", integrity, "err", err)
 			return nil, err
 		}
 		return nil, e.record(ctx, query.Get("tenant"), action, err, map[string]any{"jobId": jobID})
@@ -331,14 +379,30 @@ func (e *Exporter) OpenArchive(ctx context.Context, jobID string, query url.Valu
 	if err != nil {
 		return nil, e.record(ctx, tenant, action, err, meta)
 	}
-	f, err := os.Open(filepath.Join(e.cfg.ArchiveDir, job.Archive))
+	name := job.Archive
+	if integrity {
+		name = IntegrityName(name)
+	}
+	f, err := os.Open(filepath.Join(e.cfg.ArchiveDir, name))
+	var size int64
+	if err == nil {
+		size = job.ArchiveSize
+		if integrity {
+			var st os.FileInfo
+			if st, err = f.Stat(); err == nil {
+				size = st.Size()
+			} else {
+				f.Close()
+			}
+		}
+	}
 	if errors.Is(err, os.ErrNotExist) {
 		err = fault.E(fault.NotFound, "the archive is no longer available", err)
 	}
 	if err != nil {
 		return nil, e.record(ctx, tenant, action, err, meta)
 	}
-	meta["size"] = job.ArchiveSize
+	meta["size"] = size
 	if err := e.record(ctx, tenant, action, nil, meta); err != nil {
 		f.Close()
 		return nil, err
@@ -347,7 +411,7 @@ func (e *Exporter) OpenArchive(ctx context.Context, jobID string, query url.Valu
 	if job.EndedAt != nil {
 		mod = *job.EndedAt
 	}
-	return &Archive{ReadSeekCloser: f, Size: job.ArchiveSize, JobID: job.ID, ModTime: mod}, nil
+	return &Archive{ReadSeekCloser: f, Size: size, JobID: job.ID, ModTime: mod}, nil
 }
 
 // Poke wakes the worker to look for jobs now. It never blocks; pokes while
@@ -435,6 +499,11 @@ func (e *Exporter) RunPending(ctx context.Context) (int, error) {
 // runJob runs one claimed job and reports whether it reached a final state.
 func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 	ctx = WithActor(ctx, "system:"+e.cfg.Owner, "")
+	trace := job.TraceID
+	if trace == "" { // a job stored before jobs kept their trace id
+		trace = NewTraceID()
+	}
+	ctx = WithTraceID(ctx, trace)
 	meta := requestMeta(job.ID, job.Request)
 	meta["attempt"] = job.Attempts
 	if job.Attempts > MaxExportAttempts {
@@ -447,9 +516,11 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 	defer wg.Wait()
 	wg.Go(func() { e.keepLease(workCtx, cancel, job) })
 
-	e.log.Info("audit: export started", "job", job.ID, "tenant", job.TenantID, "attempt", job.Attempts)
+	e.log.Info("audit: export started", "job", job.ID, "tenant", job.TenantID, "attempt", job.Attempts, "trace", trace)
 	started := time.Now() // wall time for the log, not a business time
+	e.running.Add(1)
 	res, err := e.writeArchive(workCtx, job)
+	e.running.Add(-1)
 	cancel()
 	wg.Wait()
 	if err == nil {
@@ -470,9 +541,11 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 	if err != nil {
 		// Lost the lease (Conflict): another worker owns the job now.
 		os.Remove(filepath.Join(e.cfg.ArchiveDir, res.Archive))
+		os.Remove(filepath.Join(e.cfg.ArchiveDir, IntegrityName(res.Archive)))
 		e.log.Warn("audit: export not completed", "job", job.ID, "err", err)
 		return false
 	}
+	e.succeeded.Add(1)
 	meta["count"], meta["size"] = res.Summary.Count, res.ArchiveSize
 	if err := e.record(ctx, job.TenantID, "export.complete", nil, meta); err != nil {
 		e.log.Error("audit: cannot record export completion", "job", job.ID, "err", err)
@@ -485,6 +558,7 @@ func (e *Exporter) fail(ctx context.Context, job ExportJob, reason string, meta 
 		e.log.Warn("audit: export not failed", "job", job.ID, "err", err)
 		return false
 	}
+	e.failed.Add(1)
 	if err := e.record(ctx, job.TenantID, "export.fail", fault.E(fault.Unavailable, fault.Msg(reason)), meta); err != nil {
 		e.log.Error("audit: cannot record export failure", "job", job.ID, "err", err)
 	}
@@ -504,9 +578,11 @@ func (e *Exporter) keepLease(ctx context.Context, cancel context.CancelFunc, job
 	}
 }
 
-// writeArchive streams the job's records into <jobID>-<attempt>.zip in the
-// archive directory, through a temporary file renamed at the end, with a
-// scratch file so memory stays flat.
+// writeArchive streams the job's records into <jobID>-<attempt>.zip and
+// its integrity file <jobID>-<attempt>.integrity.zip in the archive
+// directory, each through a temporary file renamed at the end (the
+// integrity file first, so an archive in place always has its integrity
+// file beside it).
 func (e *Exporter) writeArchive(ctx context.Context, job ExportJob) (ExportResult, error) {
 	signer, err := e.cfg.Signer()
 	if err != nil {
@@ -514,49 +590,77 @@ func (e *Exporter) writeArchive(ctx context.Context, job ExportJob) (ExportResul
 	}
 	dir := e.cfg.ArchiveDir
 	name := fmt.Sprintf("%s-%d.zip", job.ID, job.Attempts)
-	scratch, err := os.CreateTemp(dir, "scratch-*.tmp")
+	archive, err := newTempOutput(dir, name)
 	if err != nil {
 		return ExportResult{}, err
 	}
-	defer func() {
-		scratch.Close()
-		os.Remove(scratch.Name())
-	}()
-	tmp, err := os.CreateTemp(dir, name+".*.tmp")
+	defer archive.discard()
+	integrity, err := newTempOutput(dir, IntegrityName(name))
 	if err != nil {
 		return ExportResult{}, err
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	bw := bufio.NewWriterSize(tmp, 256<<10)
-	meta := ArchiveMeta{JobID: job.ID, TenantID: job.TenantID, Request: job.Request, CreatedAt: e.now(), Scratch: scratch}
-	sum, err := WriteArchive(bw, meta, e.withProgress(job.ID, e.cfg.Store.ScanAuditRecords(ctx, job.TenantID, job.Request)), signer)
+	defer integrity.discard()
+	meta := ArchiveMeta{JobID: job.ID, TenantID: job.TenantID, Request: job.Request, CreatedAt: e.now()}
+	sum, err := WriteArchive(archive.w, integrity.w, meta, e.withProgress(job.ID, e.cfg.Store.ScanAuditRecords(ctx, job.TenantID, job.Request)), signer)
 	if err != nil {
 		return ExportResult{}, err
 	}
-	if err := bw.Flush(); err != nil {
+	if _, err := integrity.commit(); err != nil {
 		return ExportResult{}, err
 	}
-	if err := tmp.Sync(); err != nil {
-		return ExportResult{}, err
-	}
-	size, err := tmp.Seek(0, io.SeekCurrent)
+	size, err := archive.commit()
 	if err != nil {
+		os.Remove(filepath.Join(dir, IntegrityName(name)))
 		return ExportResult{}, err
 	}
-	if err := tmp.Close(); err != nil {
-		return ExportResult{}, err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return ExportResult{}, err
-	}
-	ok = true
 	return ExportResult{Archive: name, ArchiveSize: size, Summary: sum, ArchiveExpiresAt: e.now().Add(ArchiveTTL)}, nil
+}
+
+// tempOutput is a file written through a buffer under a temporary name and
+// renamed to its final name by commit; discard removes it unless committed.
+type tempOutput struct {
+	f     *os.File
+	w     *bufio.Writer
+	final string
+	done  bool
+}
+
+func newTempOutput(dir, name string) (*tempOutput, error) {
+	f, err := os.CreateTemp(dir, name+".*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	return &tempOutput{f: f, w: bufio.NewWriterSize(f, 256<<10), final: filepath.Join(dir, name)}, nil
+}
+
+// commit flushes, syncs and closes the file, renames it to its final name
+// and returns its size.
+func (t *tempOutput) commit() (int64, error) {
+	if err := t.w.Flush(); err != nil {
+		return 0, err
+	}
+	if err := t.f.Sync(); err != nil {
+		return 0, err
+	}
+	size, err := t.f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return 0, err
+	}
+	if err := t.f.Close(); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(t.f.Name(), t.final); err != nil {
+		return 0, err
+	}
+	t.done = true
+	return size, nil
+}
+
+func (t *tempOutput) discard() {
+	if !t.done {
+		t.f.Close()
+		os.Remove(t.f.Name())
+	}
 }
 
 // CleanupExpired deletes the archives whose time is up and clears them from
@@ -564,6 +668,7 @@ func (e *Exporter) writeArchive(ctx context.Context, job ExportJob) (ExportResul
 // export.archive.delete in each tenant. It returns how many it removed.
 func (e *Exporter) CleanupExpired(ctx context.Context) (int, error) {
 	ctx = WithActor(ctx, "system:"+e.cfg.Owner, "")
+	ctx = WithTraceID(ctx, NewTraceID()) // one trace per clean-up pass
 	n := 0
 	for {
 		jobs, err := e.cfg.Store.ListExpiredArchives(ctx, e.now(), 100)
@@ -571,8 +676,10 @@ func (e *Exporter) CleanupExpired(ctx context.Context) (int, error) {
 			return n, err
 		}
 		for _, j := range jobs {
-			if err := os.Remove(filepath.Join(e.cfg.ArchiveDir, j.Archive)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				return n, err
+			for _, name := range []string{j.Archive, IntegrityName(j.Archive)} {
+				if err := os.Remove(filepath.Join(e.cfg.ArchiveDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+					return n, err
+				}
 			}
 			if err := e.cfg.Store.ForgetExportArchive(ctx, j.TenantID, j.ID); err != nil {
 				return n, err

@@ -77,15 +77,16 @@ var exportRequestSeeds = []string{
 	`[`, ``, `{} {}`,
 }
 
-// FuzzVerifyArchive feeds arbitrary bytes to the verifier: it must never
-// panic, and must never accept an archive with no valid signature.
+// FuzzVerifyArchive feeds arbitrary bytes as the two downloads to the
+// verifier: it must never panic, and must never accept an export with no
+// valid signature.
 func FuzzVerifyArchive(f *testing.F) {
 	s, keys := fuzzSigner(f)
 	for _, seed := range verifySeeds(f, s) {
-		f.Add(seed)
+		f.Add(seed.archive, seed.integrity)
 	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		rep, err := audit.VerifyArchive(bytes.NewReader(b), int64(len(b)), keys)
+	f.Fuzz(func(t *testing.T, archive, integrity []byte) {
+		rep, err := export{archive, integrity}.verify(keys)
 		if err != nil {
 			if rep != (audit.VerifyReport{}) {
 				t.Fatalf("report on error: %+v", rep)
@@ -98,7 +99,7 @@ func FuzzVerifyArchive(f *testing.F) {
 	})
 }
 
-func verifySeeds(tb testing.TB, s audit.DigestSigner) [][]byte {
+func verifySeeds(tb testing.TB, s audit.DigestSigner) []export {
 	filtered := allTime()
 	filtered.Action = "user.create"
 	var recs []audit.Record
@@ -107,10 +108,10 @@ func verifySeeds(tb testing.TB, s audit.DigestSigner) [][]byte {
 			recs = append(recs, r)
 		}
 	}
-	return [][]byte{
-		mustArchive(tb, testMeta(allTime()), makeChain(4), s),
-		mustArchive(tb, testMeta(filtered), recs, s),
-		mustArchive(tb, testMeta(allTime()), nil, s),
+	return []export{
+		mustExport(tb, testMeta(allTime()), makeChain(4), s),
+		mustExport(tb, testMeta(filtered), recs, s),
+		mustExport(tb, testMeta(allTime()), nil, s),
 	}
 }
 
@@ -121,22 +122,28 @@ func TestWriteFuzzSeeds(t *testing.T) {
 		t.Skip("run with -update to rewrite testdata/fuzz")
 	}
 	s, _ := fuzzSigner(t)
-	write := func(target string, seeds [][]byte) {
+	write := func(target string, seeds [][][]byte) {
 		dir := filepath.Join("testdata", "fuzz", target)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		for i, b := range seeds {
-			content := "go test fuzz v1\n[]byte(" + strconv.Quote(string(b)) + ")\n"
+		for i, args := range seeds {
+			content := "go test fuzz v1\n"
+			for _, b := range args {
+				content += "[]byte(" + strconv.Quote(string(b)) + ")\n"
+			}
 			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed-%02d", i)), []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	var reqs [][]byte
+	var reqs, exports [][][]byte
 	for _, r := range exportRequestSeeds {
-		reqs = append(reqs, []byte(r))
+		reqs = append(reqs, [][]byte{[]byte(r)})
+	}
+	for _, x := range verifySeeds(t, s) {
+		exports = append(exports, [][]byte{x.archive, x.integrity})
 	}
 	write("FuzzParseExportRequest", reqs)
-	write("FuzzVerifyArchive", verifySeeds(t, s))
+	write("FuzzVerifyArchive", exports)
 }

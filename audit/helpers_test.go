@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"maps"
 	"testing"
 	"time"
 
@@ -81,16 +82,24 @@ func testMeta(req audit.ExportRequest) audit.ArchiveMeta {
 	return audit.ArchiveMeta{JobID: "job-1", TenantID: testTenant, Request: req, CreatedAt: t0.Add(48 * time.Hour)}
 }
 
-func mustArchive(tb testing.TB, meta audit.ArchiveMeta, recs []audit.Record, s audit.DigestSigner) []byte {
+// export is the two downloads of an export: the archive (location) and
+// the integrity file (digestLocation).
+type export struct{ archive, integrity []byte }
+
+func mustExport(tb testing.TB, meta audit.ArchiveMeta, recs []audit.Record, s audit.DigestSigner) export {
 	tb.Helper()
-	var buf bytes.Buffer
-	if _, err := audit.WriteArchive(&buf, meta, seqOf(recs), s); err != nil {
+	var a, i bytes.Buffer
+	if _, err := audit.WriteArchive(&a, &i, meta, seqOf(recs), s); err != nil {
 		tb.Fatal(err)
 	}
-	return buf.Bytes()
+	return export{a.Bytes(), i.Bytes()}
 }
 
-// zipFiles returns the files of an archive by name, in order.
+func (x export) verify(keys map[string]crypto.PublicKey) (audit.VerifyReport, error) {
+	return audit.VerifyArchive(bytes.NewReader(x.archive), int64(len(x.archive)), bytes.NewReader(x.integrity), int64(len(x.integrity)), keys)
+}
+
+// zipFiles returns the files of a ZIP by name, and the names in order.
 func zipFiles(tb testing.TB, archive []byte) ([]string, map[string][]byte) {
 	tb.Helper()
 	zr, err := zip.NewReader(bytes.NewReader(archive), int64(len(archive)))
@@ -115,14 +124,18 @@ func zipFiles(tb testing.TB, archive []byte) ([]string, map[string][]byte) {
 	return names, files
 }
 
-// rezip rebuilds an archive after edit changed its files, as an attacker
-// holding the archive but not the signing key could.
-func rezip(tb testing.TB, archive []byte, edit func(files map[string][]byte) []string) []byte {
+// files returns the files of both downloads by name.
+func (x export) files(tb testing.TB) map[string][]byte {
 	tb.Helper()
-	names, files := zipFiles(tb, archive)
-	if extra := edit(files); extra != nil {
-		names = append(names, extra...)
-	}
+	_, a := zipFiles(tb, x.archive)
+	_, i := zipFiles(tb, x.integrity)
+	maps.Copy(a, i)
+	return a
+}
+
+// buildZip writes the named files, in order, into a new ZIP.
+func buildZip(tb testing.TB, names []string, files map[string][]byte) []byte {
+	tb.Helper()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	for _, n := range names {
@@ -136,4 +149,17 @@ func rezip(tb testing.TB, archive []byte, edit func(files map[string][]byte) []s
 		tb.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// rezip rebuilds both downloads after edit changed their files (all of
+// them in one map), as an attacker holding them but not the signing key
+// could. edit may return extra names, which go into the archive.
+func rezip(tb testing.TB, x export, edit func(files map[string][]byte) []string) export {
+	tb.Helper()
+	files := x.files(tb)
+	extra := edit(files)
+	return export{
+		buildZip(tb, append([]string{audit.LogsFile}, extra...), files),
+		buildZip(tb, []string{audit.ChainFile, audit.DigestFile}, files),
+	}
 }

@@ -7,7 +7,9 @@ package audit
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 
@@ -38,8 +40,16 @@ var Sources = []string{
 	SourceEventStream, SourceEvents, SourceProvisioning,
 }
 
-// TimeFormat is how the spec writes a record's time: YYYY-MM-DD hh:mm:ss.microseconds UTC.
-const TimeFormat = "2006-01-02 15:04:05.000000"
+// TimeFormat is how the spec writes a record's time in an export:
+// YYYY-MM-DD hh:mm:ss.ffffff UTC, six fractional digits and the literal
+// " UTC" (times are always in UTC).
+const TimeFormat = "2006-01-02 15:04:05.000000 UTC"
+
+// chainTimeFormat is the time inside the canonical JSON that ChainHash
+// hashes: TimeFormat without its constant " UTC" suffix. It is kept as the
+// chain was first defined so that the hashes of records already stored stay
+// valid; a verifier drops the suffix (see EXPORT.md).
+const chainTimeFormat = "2006-01-02 15:04:05.000000"
 
 // Entry is what an area reports about one action.
 type Entry struct {
@@ -119,6 +129,15 @@ func WithTraceID(ctx context.Context, id string) context.Context {
 func TraceID(ctx context.Context) string {
 	s, _ := ctx.Value(traceKey).(string)
 	return s
+}
+
+// NewTraceID returns a fresh trace id: 32 lower-case hex digits, the form
+// of a W3C traceparent trace id. Background work that no request started
+// runs under one, so that every record carries a trace id.
+func NewTraceID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // WithActor returns a context naming the user (or client) acting.

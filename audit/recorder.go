@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/clock"
@@ -36,7 +37,25 @@ type Recorder struct {
 
 	mu        sync.Mutex
 	instances map[string]string // tenantID + "\x00" + source -> instance id
+
+	batches, records atomic.Int64
+	observer         atomic.Pointer[func(n int)]
 }
+
+// RecorderStats is the recorder's work so far and its backlog.
+type RecorderStats struct {
+	Queued           int   // records waiting for the writer now
+	Batches, Records int64 // commits and the records they held
+}
+
+// Stats reports the recorder's queue depth and commits, for metrics.
+func (r *Recorder) Stats() RecorderStats {
+	return RecorderStats{Queued: len(r.queue), Batches: r.batches.Load(), Records: r.records.Load()}
+}
+
+// ObserveBatches calls f with the size of each later commit (from the
+// writer goroutine; f must be quick), for a batch-size histogram.
+func (r *Recorder) ObserveBatches(f func(n int)) { r.observer.Store(&f) }
 
 type pending struct {
 	rec  Record
@@ -85,7 +104,8 @@ type Builder interface {
 
 var _ Builder = (*Recorder)(nil)
 
-// Record builds the record for e (trace id and actor from ctx, time from the
+// Record builds the record for e (trace id and actor from ctx, a fresh trace
+// id when ctx has none, time from the
 // clock, resource id from the tenant's service instance) and waits until it
 // is stored.
 func (r *Recorder) Record(ctx context.Context, e Entry) error {
@@ -111,8 +131,8 @@ func (r *Recorder) Record(ctx context.Context, e Entry) error {
 	return <-p.done
 }
 
-// Build implements Builder: the record for e with its trace id and actor
-// from ctx, time from the clock and resource id from the tenant's service
+// Build implements Builder: the record for e with its trace id (a fresh
+// one when ctx has none) and actor from ctx, time from the clock and resource id from the tenant's service
 // instance; Seq and the hashes are left to the store.
 func (r *Recorder) Build(ctx context.Context, e Entry) (*Record, error) {
 	if e.TenantID == "" || e.Source == "" || e.Action == "" {
@@ -144,8 +164,15 @@ func (r *Recorder) Build(ctx context.Context, e Entry) (*Record, error) {
 		}
 		meta["errorMessage"] = msg
 	}
+	// Every record carries a trace id (the spec's traceID, quoted to
+	// support): work that no request started, and that did not pass on the
+	// id of the request that did, gets a fresh one.
+	trace := TraceID(ctx)
+	if trace == "" {
+		trace = NewTraceID()
+	}
 	return &Record{
-		Time: r.clock.Now().UTC().Truncate(time.Microsecond), TenantID: e.TenantID, TraceID: TraceID(ctx),
+		Time: r.clock.Now().UTC().Truncate(time.Microsecond), TenantID: e.TenantID, TraceID: trace,
 		Source: e.Source, ResourceID: resID, ActorID: actor, Action: e.Action, Status: status, Meta: meta,
 	}, nil
 }
@@ -235,6 +262,12 @@ func (r *Recorder) flush(batch []*pending, recs []*Record) {
 	err := r.store.AppendAuditRecords(context.Background(), recs)
 	if err != nil {
 		r.log.Error("audit: append failed", "records", len(recs), "err", err)
+	} else {
+		r.batches.Add(1)
+		r.records.Add(int64(len(recs)))
+		if f := r.observer.Load(); f != nil {
+			(*f)(len(recs))
+		}
 	}
 	for _, p := range batch {
 		p.done <- err

@@ -110,3 +110,26 @@ func TestRecorderReportsStoreFailure(t *testing.T) {
 		t.Fatalf("Record after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestBuildAssignsTraceID checks that a record built without a trace id in
+// its context gets a fresh one (every exported record has a traceID), and
+// that a context's trace id is kept.
+func TestBuildAssignsTraceID(t *testing.T) {
+	r := &Recorder{store: &gatedStore{}, clock: clocktest.New(time.Unix(0, 0)), instances: map[string]string{}}
+	e := Entry{TenantID: "t", Source: SourceAudit, Action: "a"}
+	seen := map[string]bool{}
+	for range 2 {
+		rec, err := r.Build(context.Background(), e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rec.TraceID) != 32 || seen[rec.TraceID] {
+			t.Errorf("trace id %q, want a fresh 32-digit id", rec.TraceID)
+		}
+		seen[rec.TraceID] = true
+	}
+	rec, err := r.Build(WithTraceID(context.Background(), "from-request"), e)
+	if err != nil || rec.TraceID != "from-request" {
+		t.Errorf("Build = %+v, %v; want the context's trace id", rec, err)
+	}
+}

@@ -72,7 +72,8 @@ type exportRequestJSON struct {
 //     members are ignored;
 //   - from and to are required strings in RFC 3339 ("2024-05-01T10:00:00Z",
 //     any offset, optional fraction) or the spec's record format
-//     ("2024-05-01 10:00:00.000000", UTC, fraction optional);
+//     ("2024-05-01 10:00:00.000000 UTC"; fraction and " UTC" optional, the
+//     time is UTC either way);
 //   - from must not be after to, nor after now; to is clamped to now, so an
 //     archive never claims a range whose end has not happened yet and two
 //     exports of the same request return the same records;
@@ -140,8 +141,9 @@ func ParseExportRequest(body []byte, now time.Time) (ExportRequest, error) {
 
 // parseRequestTime returns the time, or the end of a sentence naming what
 // is wrong with it. Go accepts a fractional second after the seconds field
-// even when the layout has none, so the second layout takes the spec's
-// "YYYY-MM-DD hh:mm:ss.micro" with or without the fraction.
+// even when the layout has none, so the second and third layouts take the
+// spec's "YYYY-MM-DD hh:mm:ss.micro", with or without the fraction and with
+// or without the " UTC" that exported records carry.
 func parseRequestTime(raw json.RawMessage) (time.Time, string) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return time.Time{}, "is required"
@@ -150,7 +152,7 @@ func parseRequestTime(raw json.RawMessage) (time.Time, string) {
 	if err := json.Unmarshal(raw, &s); err != nil {
 		return time.Time{}, "must be a timestamp string"
 	}
-	for _, layout := range [...]string{time.RFC3339Nano, "2006-01-02 15:04:05"} {
+	for _, layout := range [...]string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04:05 UTC"} {
 		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
 			return t.UTC().Truncate(time.Microsecond), ""
 		}

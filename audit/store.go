@@ -29,6 +29,10 @@ type ExportJob struct {
 	StartedAt time.Time     // when the request was accepted
 	EndedAt   *time.Time    // when it reached a final state; nil while ACTIVE
 	Error     string        // public reason of a FAILED job; "" otherwise
+	// TraceID is the trace id of the request that started the job; the
+	// worker runs the job under it, so the job's own records (export.complete,
+	// export.fail) are found by the trace id the client was given.
+	TraceID string
 
 	// Archive is where the worker stored the ZIP, opaque to this package (a
 	// file name, an object key). The client-facing location is not stored: it

@@ -95,3 +95,34 @@ func TestURLSigner(t *testing.T) {
 		}
 	})
 }
+
+// TestURLSignerIntegrityLinks checks that an archive link and an integrity
+// link of the same job, tenant and expiry are not interchangeable.
+func TestURLSignerIntegrityLinks(t *testing.T) {
+	clk := clocktest.New(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))
+	s := audit.NewURLSigner(bytes.Repeat([]byte{7}, 32), clk)
+	exp := clk.Now().Add(time.Hour)
+	archive, err := url.Parse(s.Sign("/audit/v1/archives", "j1", "t1", exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	integrity, err := url.Parse(s.SignIntegrity("/audit/v1/archives", "j1", "t1", exp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if integrity.Path != "/audit/v1/archives/j1/integrity" {
+		t.Errorf("integrity path %q", integrity.Path)
+	}
+	if err := s.VerifyIntegrityQuery("j1", integrity.Query()); err != nil {
+		t.Errorf("integrity link refused: %v", err)
+	}
+	if err := s.VerifyQuery("j1", archive.Query()); err != nil {
+		t.Errorf("archive link refused: %v", err)
+	}
+	if err := s.VerifyIntegrityQuery("j1", archive.Query()); !fault.Is(fault.Forbidden, err) {
+		t.Errorf("archive link opens the integrity file: %v", err)
+	}
+	if err := s.VerifyQuery("j1", integrity.Query()); !fault.Is(fault.Forbidden, err) {
+		t.Errorf("integrity link opens the archive: %v", err)
+	}
+}

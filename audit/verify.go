@@ -15,6 +15,7 @@ import (
 	"hash"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 )
 
@@ -73,12 +74,15 @@ type ChainEntry struct {
 // maxDigestSize bounds the digest file read into memory.
 const maxDigestSize = 1 << 20
 
-// VerifyArchive checks an export archive against the public keys that may
-// have signed it (kid -> key; *ecdsa.PublicKey on P-256, see KeysFromJWKS),
-// streaming the files so that memory does not grow with the record count.
+// VerifyArchive checks an export, the archive (the download at the job's
+// location) and its integrity file (the download at digestLocation),
+// against the public keys that may have signed it (kid -> key;
+// *ecdsa.PublicKey on P-256, see KeysFromJWKS), streaming the files so that
+// memory does not grow with the record count.
 //
 // It checks, and fails on the first problem found, in this order:
-//  1. the archive holds exactly LogsFile, ChainFile and DigestFile;
+//  1. the archive holds exactly LogsFile, the integrity file exactly
+//     ChainFile and DigestFile (ErrMalformed);
 //  2. the digest's signature over Digest.SigningInput with keys[keyId]
 //     (ErrUnknownKey, ErrBadSignature);
 //  3. record by record, with the chain entry at the same position: the
@@ -91,28 +95,38 @@ const maxDigestSize = 1 << 20
 //  4. the count and the first and last seq and hash equal the digest's
 //     (ErrSummary), then the SHA-256 of each file (ErrChecksum).
 //
+// So a record removed from, edited in or moved within the archive's
+// audit-logs.json is caught, by its chain entry or by the signed checksum.
 // Record-level failures come as *VerifyError naming the record's seq. What
 // a success proves, and what it cannot, is set out in EXPORT.md.
-func VerifyArchive(r io.ReaderAt, size int64, keys map[string]crypto.PublicKey) (VerifyReport, error) {
-	zr, err := zip.NewReader(r, size)
-	if err != nil {
-		return VerifyReport{}, fmt.Errorf("audit: %w: %v", ErrMalformed, err)
-	}
+func VerifyArchive(archive io.ReaderAt, archiveSize int64, integrity io.ReaderAt, integritySize int64, keys map[string]crypto.PublicKey) (VerifyReport, error) {
 	files := map[string]*zip.File{}
-	for _, f := range zr.File {
-		switch f.Name {
-		case LogsFile, ChainFile, DigestFile:
-		default:
-			return VerifyReport{}, fmt.Errorf("audit: %w: unexpected file %q", ErrMalformed, f.Name)
+	for _, z := range []struct {
+		what  string
+		r     io.ReaderAt
+		size  int64
+		names []string
+	}{
+		{"archive", archive, archiveSize, []string{LogsFile}},
+		{"integrity file", integrity, integritySize, []string{ChainFile, DigestFile}},
+	} {
+		zr, err := zip.NewReader(z.r, z.size)
+		if err != nil {
+			return VerifyReport{}, fmt.Errorf("audit: %w: %s: %v", ErrMalformed, z.what, err)
 		}
-		if files[f.Name] != nil {
-			return VerifyReport{}, fmt.Errorf("audit: %w: duplicate file %q", ErrMalformed, f.Name)
+		for _, f := range zr.File {
+			if !slices.Contains(z.names, f.Name) {
+				return VerifyReport{}, fmt.Errorf("audit: %w: unexpected file %q in the %s", ErrMalformed, f.Name, z.what)
+			}
+			if files[f.Name] != nil {
+				return VerifyReport{}, fmt.Errorf("audit: %w: duplicate file %q", ErrMalformed, f.Name)
+			}
+			files[f.Name] = f
 		}
-		files[f.Name] = f
-	}
-	for _, name := range []string{LogsFile, ChainFile, DigestFile} {
-		if files[name] == nil {
-			return VerifyReport{}, fmt.Errorf("audit: %w: no %s", ErrMalformed, name)
+		for _, name := range z.names {
+			if files[name] == nil {
+				return VerifyReport{}, fmt.Errorf("audit: %w: no %s in the %s", ErrMalformed, name, z.what)
+			}
 		}
 	}
 
@@ -246,18 +260,26 @@ func VerifyArchive(r io.ReaderAt, size int64, keys map[string]crypto.PublicKey) 
 	return rep, nil
 }
 
-// VerifyArchiveFile is VerifyArchive for a downloaded file.
-func VerifyArchiveFile(path string, keys map[string]crypto.PublicKey) (VerifyReport, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return VerifyReport{}, err
+// VerifyArchiveFile is VerifyArchive for the two downloaded files: the
+// archive (location) and the integrity file (digestLocation).
+func VerifyArchiveFile(archivePath, integrityPath string, keys map[string]crypto.PublicKey) (VerifyReport, error) {
+	var (
+		r    [2]io.ReaderAt
+		size [2]int64
+	)
+	for i, path := range []string{archivePath, integrityPath} {
+		f, err := os.Open(path)
+		if err != nil {
+			return VerifyReport{}, err
+		}
+		defer f.Close()
+		st, err := f.Stat()
+		if err != nil {
+			return VerifyReport{}, err
+		}
+		r[i], size[i] = f, st.Size()
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return VerifyReport{}, err
-	}
-	return VerifyArchive(f, st.Size(), keys)
+	return VerifyArchive(r[0], size[0], r[1], size[1], keys)
 }
 
 func readDigest(f *zip.File) (Digest, error) {

@@ -27,6 +27,7 @@ func (s *Server) registerAudit() {
 	s.handle("POST", base+"/v1/audit-log-exports", auth, s.startExport)
 	s.handle("GET", base+"/v1/audit-log-exports/{jobId}", auth, s.getExport)
 	s.handle("GET", base+archivesPath+"/{jobId}", routeOpts{style: styleProblem, name: "signed-url"}, s.downloadArchive)
+	s.handle("GET", base+archivesPath+"/{jobId}/integrity", routeOpts{style: styleProblem, name: "signed-url"}, s.downloadIntegrity)
 }
 
 func (s *Server) listServiceInstances(w http.ResponseWriter, r *http.Request) error {
@@ -53,7 +54,10 @@ type exportJSON struct {
 	StartedAt time.Time  `json:"startedAt"`
 	EndedAt   *time.Time `json:"endedAt"`
 	Location  *string    `json:"location"`
-	Error     string     `json:"error,omitempty"`
+	// DigestLocation is the signed URL of the integrity file (hash chain
+	// and signed digest), beside the spec's location; null with it.
+	DigestLocation *string `json:"digestLocation"`
+	Error          string  `json:"error,omitempty"`
 }
 
 func (s *Server) startExport(w http.ResponseWriter, r *http.Request) error {
@@ -89,8 +93,8 @@ func (s *Server) getExport(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := exportJSON{JobID: st.Job.ID, State: st.Job.State, StartedAt: st.Job.StartedAt, EndedAt: st.Job.EndedAt, Error: st.Job.Error}
 	if st.Location != "" {
-		loc := s.opts.PublicURL + st.Location
-		out.Location = &loc
+		loc, digest := s.opts.PublicURL+st.Location, s.opts.PublicURL+st.DigestLocation
+		out.Location, out.DigestLocation = &loc, &digest
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil
@@ -101,14 +105,29 @@ func (s *Server) downloadArchive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	serveDownload(w, r, a, "audit-logs-"+a.JobID+".zip")
+	return nil
+}
+
+// downloadIntegrity serves the integrity file of digestLocation.
+func (s *Server) downloadIntegrity(w http.ResponseWriter, r *http.Request) error {
+	a, err := s.p.OpenIntegrity(r.Context(), r.PathValue("jobId"), r.URL.Query())
+	if err != nil {
+		return err
+	}
+	serveDownload(w, r, a, "audit-logs-"+a.JobID+".integrity.zip")
+	return nil
+}
+
+// serveDownload serves an opened ZIP file and closes it.
+func serveDownload(w http.ResponseWriter, r *http.Request, a *audit.Archive, filename string) {
 	defer a.Close()
 	w = &problemOnError{ResponseWriter: w, r: r}
 	w.Header().Set("Content-Type", "application/zip")
-	w.Header().Set("Content-Disposition", `attachment; filename="audit-logs-`+a.JobID+`.zip"`)
+	w.Header().Set("Content-Disposition", `attachment; filename="`+filename+`"`)
 	w.Header().Set("Cache-Control", "no-store")
 	// ServeContent handles Range and HEAD; the body is the stored file.
 	http.ServeContent(w, r, "", a.ModTime, a.ReadSeekCloser)
-	return nil
 }
 
 // problemOnError turns the error answers http.ServeContent writes itself

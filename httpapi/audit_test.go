@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"archive/zip"
 	"bytes"
+	"crypto"
 	"encoding/json"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -69,46 +71,68 @@ func (e *exportEnv) get(t *testing.T, jobID string) map[string]any {
 	return r.JSON()
 }
 
-// download runs the worker, reads the job's location and downloads it,
-// returning the location's path and query and the archive bytes.
-func (e *exportEnv) download(t *testing.T, jobID string) (string, []byte) {
+// downloads are the two files of a finished export: the archive
+// (location) and its integrity file (digestLocation).
+type downloads struct{ archive, integrity []byte }
+
+// download runs the worker, reads the job's location and digestLocation
+// and downloads both, returning the location's path and query and the files.
+func (e *exportEnv) download(t *testing.T, jobID string) (string, downloads) {
 	t.Helper()
 	e.RunExports()
 	job := e.get(t, jobID)
 	if job["state"] != audit.JobSucceeded {
 		t.Fatalf("job = %v, want SUCCEEDED", job)
 	}
-	loc, _ := job["location"].(string)
-	if !strings.HasPrefix(loc, "http://127.0.0.1:8080/audit/v1/archives/"+jobID+"?") {
-		t.Fatalf("location = %q, want an absolute signed URL under the public URL", loc)
+	var dl downloads
+	var rel string
+	for _, f := range []struct {
+		field, path, filename string
+		into                  *[]byte
+	}{
+		{"location", jobID + "?", "audit-logs-" + jobID + ".zip", &dl.archive},
+		{"digestLocation", jobID + "/integrity?", "audit-logs-" + jobID + ".integrity.zip", &dl.integrity},
+	} {
+		loc, _ := job[f.field].(string)
+		if !strings.HasPrefix(loc, "http://127.0.0.1:8080/audit/v1/archives/"+f.path) {
+			t.Fatalf("%s = %q, want an absolute signed URL under the public URL", f.field, loc)
+		}
+		u := strings.TrimPrefix(loc, "http://127.0.0.1:8080")
+		r := e.Do("GET", u, nil)
+		if r.Status != 200 {
+			t.Fatalf("download %s: %d %s", f.field, r.Status, r.Body)
+		}
+		if ct := r.Header.Get("Content-Type"); ct != "application/zip" {
+			t.Errorf("%s: Content-Type = %q", f.field, ct)
+		}
+		if cd := r.Header.Get("Content-Disposition"); !strings.Contains(cd, "attachment") || !strings.Contains(cd, `"`+f.filename+`"`) {
+			t.Errorf("%s: Content-Disposition = %q", f.field, cd)
+		}
+		*f.into = r.Body
+		if rel == "" {
+			rel = u
+		}
 	}
-	rel := strings.TrimPrefix(loc, "http://127.0.0.1:8080")
-	r := e.Do("GET", rel, nil)
-	if r.Status != 200 {
-		t.Fatalf("download: %d %s", r.Status, r.Body)
-	}
-	if ct := r.Header.Get("Content-Type"); ct != "application/zip" {
-		t.Errorf("Content-Type = %q", ct)
-	}
-	if cd := r.Header.Get("Content-Disposition"); !strings.Contains(cd, "attachment") || !strings.Contains(cd, jobID) {
-		t.Errorf("Content-Disposition = %q", cd)
-	}
-	return rel, r.Body
+	return rel, dl
 }
 
-// verify checks an archive against the JWKS and returns its records.
-func verify(t *testing.T, e *latchkeytest.Env, archive []byte) (audit.VerifyReport, []map[string]any) {
+// verify checks an export against the JWKS and returns its records.
+func verify(t *testing.T, e *latchkeytest.Env, dl downloads) (audit.VerifyReport, []map[string]any) {
 	t.Helper()
 	r := e.Do("GET", "/.well-known/jwks.json", nil)
 	keys, err := audit.KeysFromJWKS(r.Body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := audit.VerifyArchive(bytes.NewReader(archive), int64(len(archive)), keys)
+	rep, err := dl.verify(keys)
 	if err != nil {
 		t.Fatalf("VerifyArchive: %v", err)
 	}
-	return rep, readLogs(t, archive)
+	return rep, readLogs(t, dl.archive)
+}
+
+func (dl downloads) verify(keys map[string]crypto.PublicKey) (audit.VerifyReport, error) {
+	return audit.VerifyArchive(bytes.NewReader(dl.archive), int64(len(dl.archive)), bytes.NewReader(dl.integrity), int64(len(dl.integrity)), keys)
 }
 
 func readLogs(t *testing.T, archive []byte) []map[string]any {
@@ -133,6 +157,9 @@ func dayAround(e *latchkeytest.Env) map[string]any {
 	return map[string]any{"from": latchkeytest.Start.Add(-time.Hour).Format(time.RFC3339), "to": e.Clock.Now().Add(time.Hour).Format(time.RFC3339)}
 }
 
+// specTime is the spec's record time: six fractional digits, then " UTC".
+var specTime = regexp.MustCompile(`^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6} UTC$`)
+
 func TestAuditExportEndToEnd(t *testing.T) {
 	e := newExportEnv(t)
 	r := e.Do("POST", exportsPath, dayAround(e.Env), bearer(e.token))
@@ -147,11 +174,12 @@ func TestAuditExportEndToEnd(t *testing.T) {
 	if job := e.get(t, jobID); job["state"] != audit.JobActive || job["location"] != nil || job["endedAt"] != nil {
 		t.Errorf("job before the worker ran = %v, want ACTIVE with null location and endedAt", job)
 	}
-	rel, archive := e.download(t, jobID)
+	rel, dl := e.download(t, jobID)
+	archive := dl.archive
 	if job := e.get(t, jobID); job["endedAt"] == nil {
 		t.Errorf("succeeded job has no endedAt: %v", job)
 	}
-	rep, recs := verify(t, e.Env, archive)
+	rep, recs := verify(t, e.Env, dl)
 	if rep.Digest.Filtered() || rep.Digest.Count != int64(len(recs)) || rep.Runs != 1 {
 		t.Errorf("report = %+v for %d records", rep, len(recs))
 	}
@@ -164,8 +192,8 @@ func TestAuditExportEndToEnd(t *testing.T) {
 		if rec["tenantID"] != e.tenant.ID {
 			t.Errorf("record of another tenant: %v", rec)
 		}
-		if _, err := time.Parse(audit.TimeFormat, rec["time"].(string)); err != nil || len(rec["time"].(string)) != len(audit.TimeFormat) {
-			t.Errorf("time %q is not YYYY-MM-DD hh:mm:ss.micro", rec["time"])
+		if !specTime.MatchString(rec["time"].(string)) {
+			t.Errorf("time %q is not YYYY-MM-DD hh:mm:ss.ffffff UTC", rec["time"])
 		}
 		meta, _ := rec["meta"].(map[string]any)
 		if rec["status"] == audit.StatusFailed && (meta == nil || meta["errorMessage"] == "" || meta["errorMessage"] == nil) {
@@ -182,13 +210,16 @@ func TestAuditExportEndToEnd(t *testing.T) {
 		}
 	}
 
-	// The archive is what the platform wrote, and the download is audited.
+	// The archive and its integrity file are what the platform wrote, and
+	// both downloads are audited.
 	files, _ := filepath.Glob(filepath.Join(e.dir, jobID+"-*.zip"))
-	if len(files) != 1 {
-		t.Fatalf("archive files = %v", files)
+	if len(files) != 2 {
+		t.Fatalf("archive files = %v, want the archive and its integrity file", files)
 	}
-	if last := lastAuditWhere(t, e.Env, e.tenant.ID, "export.download"); last.Source != audit.SourceAudit || last.Status != audit.StatusSuccess || last.ActorID != "" {
-		t.Errorf("last record = %+v, want a successful export.download", last)
+	for _, action := range []string{"export.download", "export.integrity.download"} {
+		if last := lastAuditWhere(t, e.Env, e.tenant.ID, action); last.Source != audit.SourceAudit || last.Status != audit.StatusSuccess || last.ActorID != "" {
+			t.Errorf("last record = %+v, want a successful %s", last, action)
+		}
 	}
 
 	t.Run("tampered links", func(t *testing.T) {
@@ -223,6 +254,11 @@ func TestAuditExportEndToEnd(t *testing.T) {
 				}
 			})
 		}
+		t.Run("archive link on the integrity file", func(t *testing.T) {
+			if r := e.Do("GET", u.Path+"/integrity?"+u.RawQuery, nil); r.Status != 403 {
+				t.Errorf("archive link opened the integrity file: %d %s", r.Status, r.Body)
+			}
+		})
 	})
 
 	t.Run("unzip", func(t *testing.T) {
@@ -231,19 +267,26 @@ func TestAuditExportEndToEnd(t *testing.T) {
 		}
 		path := filepath.Join(t.TempDir(), "a.zip")
 		os.WriteFile(path, archive, 0o600)
-		out, err := exec.Command("unzip", "-l", path).CombinedOutput()
+		out, err := exec.Command("unzip", "-Z1", path).CombinedOutput()
+		if err != nil {
+			t.Fatalf("unzip -Z1: %v\n%s", err, out)
+		}
+		if string(out) != audit.LogsFile+"\n" {
+			t.Errorf("unzip -Z1 lists %q, want exactly %s", out, audit.LogsFile)
+		}
+		ipath := filepath.Join(t.TempDir(), "a.integrity.zip")
+		os.WriteFile(ipath, dl.integrity, 0o600)
+		if out, err := exec.Command("unzip", "-Z1", ipath).CombinedOutput(); err != nil || string(out) != audit.ChainFile+"\n"+audit.DigestFile+"\n" {
+			t.Errorf("unzip -Z1 of the integrity file: %q, %v", out, err)
+		}
+		out, err = exec.Command("unzip", "-l", path).CombinedOutput()
 		if err != nil {
 			t.Fatalf("unzip -l: %v\n%s", err, out)
-		}
-		for _, f := range []string{audit.LogsFile, audit.ChainFile, audit.DigestFile} {
-			if !bytes.Contains(out, []byte(f)) {
-				t.Errorf("unzip -l does not list %s:\n%s", f, out)
-			}
 		}
 		if bytes.Contains(out, []byte("1980-")) || bytes.Contains(out, []byte("-00-00")) {
 			t.Errorf("an archive entry has no modification date:\n%s", out)
 		}
-		out, err = exec.Command("unzip", "-p", path, audit.LogsFile).Output()
+		out, err = exec.Command("unzip", "-p", path).Output() // the only file, unnamed, as a spec client does
 		if err != nil {
 			t.Fatalf("unzip -p: %v", err)
 		}
@@ -266,13 +309,15 @@ func TestAuditExportEndToEnd(t *testing.T) {
 		if err != nil || n != 1 {
 			t.Fatalf("CleanupExpired = %d, %v; want 1", n, err)
 		}
-		if _, err := os.Stat(files[0]); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("archive still on disk after expiry: %v", err)
+		for _, f := range files {
+			if _, err := os.Stat(f); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("%s still on disk after expiry: %v", f, err)
+			}
 		}
 		// The access token has expired too: ask the Platform directly.
 		by := identity.Principal{Kind: identity.KindClient, TenantID: e.tenant.ID, Roles: []string{identity.RoleTenantAdmin}, Scopes: []string{identity.ScopeAuditExport}}
 		st, err := e.Platform.GetExport(t.Context(), by, jobID, "/audit/v1/archives")
-		if err != nil || st.Job.State != audit.JobSucceeded || st.Location != "" || st.Job.Archive != "" {
+		if err != nil || st.Job.State != audit.JobSucceeded || st.Location != "" || st.DigestLocation != "" || st.Job.Archive != "" {
 			t.Errorf("job after clean-up = %+v, %v; want SUCCEEDED with no location", st, err)
 		}
 	})
@@ -281,18 +326,42 @@ func TestAuditExportEndToEnd(t *testing.T) {
 func TestAuditExportVerifierCatchesTampering(t *testing.T) {
 	e := newExportEnv(t)
 	jobID := e.start(t, dayAround(e.Env))
-	_, archive := e.download(t, jobID)
+	_, dl := e.download(t, jobID)
 	keys, err := audit.KeysFromJWKS(e.Do("GET", "/.well-known/jwks.json", nil).Body)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := dl.verify(keys); err != nil {
+		t.Fatalf("the downloads as served: %v", err)
+	}
 
-	// Rewrite the download's logs file without the key: the checksum breaks.
-	edited := rewriteLogs(t, archive, func(b []byte) []byte {
-		return bytes.Replace(b, []byte(`"success"`), []byte(`"failed"`), 1)
-	})
-	if _, err := audit.VerifyArchive(bytes.NewReader(edited), int64(len(edited)), keys); err == nil {
-		t.Error("an edited download verified")
+	// The archive's audit-logs.json rewritten by someone without the key: the
+	// chain entry of the first record that moved or changed no longer matches.
+	for _, tt := range []struct {
+		name string
+		edit func(recs []json.RawMessage) []json.RawMessage
+	}{
+		{"record removed", func(rs []json.RawMessage) []json.RawMessage { return append(rs[:1:1], rs[2:]...) }},
+		{"record edited", func(rs []json.RawMessage) []json.RawMessage {
+			rs[1] = bytes.Replace(rs[1], []byte(`"status":"`), []byte(`"status":"x`), 1)
+			return rs
+		}},
+		{"records reordered", func(rs []json.RawMessage) []json.RawMessage { rs[1], rs[2] = rs[2], rs[1]; return rs }},
+	} {
+		t.Run("download: "+tt.name, func(t *testing.T) {
+			edited := downloads{rewriteLogs(t, dl.archive, func(b []byte) []byte {
+				var recs []json.RawMessage
+				if err := json.Unmarshal(b, &recs); err != nil || len(recs) < 3 {
+					t.Fatalf("logs: %d records, %v", len(recs), err)
+				}
+				out, _ := json.Marshal(tt.edit(recs))
+				return out
+			}), dl.integrity}
+			var ve *audit.VerifyError
+			if _, err := edited.verify(keys); !errors.Is(err, audit.ErrRecordAltered) || !errors.As(err, &ve) || ve.Index != 1 {
+				t.Errorf("VerifyArchive = %v, want ErrRecordAltered at position 1", err)
+			}
+		})
 	}
 
 	// A database edited or pruned before the export: the platform signs what
@@ -328,7 +397,7 @@ func TestAuditExportVerifierCatchesTampering(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			rs := tt.alter(append([]audit.Record(nil), recs...))
-			var buf bytes.Buffer
+			var a, i bytes.Buffer
 			seq := func(yield func(audit.Record, error) bool) {
 				for _, r := range rs {
 					if !yield(r, nil) {
@@ -336,10 +405,10 @@ func TestAuditExportVerifierCatchesTampering(t *testing.T) {
 					}
 				}
 			}
-			if _, err := audit.WriteArchive(&buf, audit.ArchiveMeta{JobID: "j", TenantID: e.tenant.ID, Request: req, CreatedAt: e.Clock.Now()}, seq, signer); err != nil {
+			if _, err := audit.WriteArchive(&a, &i, audit.ArchiveMeta{JobID: "j", TenantID: e.tenant.ID, Request: req, CreatedAt: e.Clock.Now()}, seq, signer); err != nil {
 				t.Fatal(err)
 			}
-			_, err := audit.VerifyArchive(bytes.NewReader(buf.Bytes()), int64(buf.Len()), keys)
+			_, err := downloads{a.Bytes(), i.Bytes()}.verify(keys)
 			if !errors.Is(err, tt.want) {
 				t.Errorf("VerifyArchive = %v, want %v", err, tt.want)
 			}
@@ -406,8 +475,8 @@ func TestAuditExportFilters(t *testing.T) {
 			for k, v := range tt.filter {
 				body[k] = v
 			}
-			_, archive := e.download(t, e.start(t, body))
-			rep, recs := verify(t, e.Env, archive)
+			_, dl := e.download(t, e.start(t, body))
+			rep, recs := verify(t, e.Env, dl)
 			if len(recs) == 0 {
 				t.Fatal("no records matched")
 			}
@@ -480,8 +549,8 @@ func TestAuditExportRanges(t *testing.T) {
 				if r.Status != 202 {
 					t.Fatalf("got %d %s, want 202", r.Status, r.Body)
 				}
-				_, archive := e.download(t, r.JSON()["jobId"].(string))
-				rep, recs := verify(t, e.Env, archive)
+				_, dl := e.download(t, r.JSON()["jobId"].(string))
+				rep, recs := verify(t, e.Env, dl)
 				if tt.wantEmpty != (len(recs) == 0) || rep.Digest.Count != int64(len(recs)) {
 					t.Errorf("%d records, want empty=%v", len(recs), tt.wantEmpty)
 				}
@@ -708,4 +777,45 @@ func FuzzAuditExportRequest(f *testing.F) {
 			t.Fatalf("status %d for %q: %s", resp.StatusCode, body, b)
 		}
 	})
+}
+
+// TestAuditExportTraceIDs checks that every exported record has a trace
+// id, also those that background work wrote: a finished export job's
+// export.complete carries the trace id of the request that started the job,
+// and the archive clean-up's export.archive.delete a fresh one.
+func TestAuditExportTraceIDs(t *testing.T) {
+	e := newExportEnv(t)
+	clientID, secret := e.OAuthClient(e.tenant, identity.RoleTenantAdmin, identity.ScopeAuditExport)
+	r := e.Do("POST", exportsPath, dayAround(e.Env), bearer(e.token))
+	if r.Status != http.StatusAccepted {
+		t.Fatalf("start export: %d %s", r.Status, r.Body)
+	}
+	first, startTrace := r.JSON()["jobId"].(string), r.Header.Get("X-Trace-Id")
+	if startTrace == "" {
+		t.Fatal("no X-Trace-Id on the start request")
+	}
+	e.download(t, first)
+	e.Clock.Advance(audit.ArchiveTTL + time.Second)
+	if n, err := e.Platform.Exports.CleanupExpired(t.Context()); err != nil || n != 1 {
+		t.Fatalf("CleanupExpired = %d, %v; want 1", n, err)
+	}
+	e.token = e.AccessToken(clientID, secret) // the first token expired
+	_, dl := e.download(t, e.start(t, dayAround(e.Env)))
+	recs := readLogs(t, dl.archive)
+	byAction := map[string][]string{}
+	for _, rec := range recs {
+		trace, _ := rec["traceID"].(string)
+		if trace == "" {
+			t.Errorf("record without traceID: %v", rec)
+		}
+		if meta, _ := rec["meta"].(map[string]any); meta["jobId"] == first {
+			byAction[rec["action"].(string)] = append(byAction[rec["action"].(string)], trace)
+		}
+	}
+	if got := byAction["export.complete"]; len(got) != 1 || got[0] != startTrace {
+		t.Errorf("export.complete trace ids %v, want [%s] (the starting request's)", got, startTrace)
+	}
+	if got := byAction["export.archive.delete"]; len(got) != 1 || got[0] == startTrace {
+		t.Errorf("export.archive.delete trace ids %v, want one fresh id", got)
+	}
 }

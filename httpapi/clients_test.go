@@ -459,3 +459,40 @@ func TestDeletedClientTokenRevoked(t *testing.T) {
 		t.Fatalf("other client's JWT after the deletion: %d %s, want 200", r.Status, r.Body)
 	}
 }
+
+// TestDefaultProfileRoleReachesVault is the spec's client flow with a
+// profile created without a role: register, log in with the client
+// certificate (mutual TLS), list the vault's keys with that JWT. The
+// default role application-owner makes the listing answer 200; an explicit
+// role still wins.
+func TestDefaultProfileRoleReachesVault(t *testing.T) {
+	e := latchkeytest.New(t)
+	a := e.NewTenant("A")
+	if got := e.ClientProfile(a, map[string]any{"name": "default"})["role"]; got != "application-owner" {
+		t.Errorf("profile created without role: role = %v, want application-owner", got)
+	}
+	e.ClientProfile(a, map[string]any{"name": "users", "role": "user"})
+	srv := e.TLSServer(httpapi.Defaults())
+	listAs := func(t *testing.T, profile string) (roles any, status int) {
+		c := e.RegisterClient("robot-"+profile, e.RegistrationToken(a, profile, 1, 3600))
+		r := e.DoWith(latchkeytest.HTTPSClient(srv, c.TLSCertificate), srv.URL, "POST", "/api/v1/auth/tokens/",
+			map[string]any{"grant_type": "client_credential", "client_id": c.ID})
+		if r.Status != 200 {
+			t.Fatalf("client login: %d %s", r.Status, r.Body)
+		}
+		jwt := r.JSON()["jwt"].(string)
+		return latchkeytest.UnverifiedClaims(t, jwt)["roles"], e.Do("GET", "/api/v1/vault/keys2?limit=10", nil, bearer(jwt)).Status
+	}
+	t.Run("default role", func(t *testing.T) {
+		roles, status := listAs(t, "default")
+		if d := cmp.Diff([]any{"application-owner"}, roles); d != "" || status != 200 {
+			t.Errorf("roles %v, vault listing %d; want [application-owner], 200", roles, status)
+		}
+	})
+	t.Run("explicit role wins", func(t *testing.T) {
+		roles, status := listAs(t, "users")
+		if d := cmp.Diff([]any{"user"}, roles); d != "" || status != 403 {
+			t.Errorf("roles %v, vault listing %d; want [user], 403", roles, status)
+		}
+	})
+}

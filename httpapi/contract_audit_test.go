@@ -105,11 +105,11 @@ func contractAudit(t *testing.T, c *contract, f fixture) {
 		unauthenticated(t, "POST", exports, day)
 	})
 
-	var location string
+	var location, digestLocation string
 	t.Run("get export", func(t *testing.T) {
 		p := exports + "/" + jobID
 		_, body := c.do(t, call{method: "GET", path: p, token: tok, want: 200})
-		if got := decode[map[string]any](t, body); got["state"] != "ACTIVE" || got["location"] != nil || got["endedAt"] != nil {
+		if got := decode[map[string]any](t, body); got["state"] != "ACTIVE" || got["location"] != nil || got["digestLocation"] != nil || got["endedAt"] != nil {
 			t.Errorf("queued job %s", body)
 		}
 		if _, err := c.p.Exports.RunPending(t.Context()); err != nil {
@@ -121,10 +121,40 @@ func contractAudit(t *testing.T, c *contract, f fixture) {
 			t.Fatalf("job %s", body)
 		}
 		location, _ = got["location"].(string)
+		digestLocation, _ = got["digestLocation"].(string)
 		c.do(t, call{method: "GET", path: exports + "/00000000-0000-4000-8000-000000000000", token: tok, want: 404})
 		c.do(t, call{method: "GET", path: exports + "/not-a-job", token: tok, want: 404})
 		forbidden(t, "GET", p, nil)
 		unauthenticated(t, "GET", p, nil)
+	})
+
+	t.Run("download integrity file", func(t *testing.T) {
+		u, err := url.Parse(digestLocation)
+		if err != nil || !strings.HasPrefix(digestLocation, "http://127.0.0.1:8080/audit/v1/archives/"+jobID+"/integrity?") {
+			t.Fatalf("digestLocation %q (%v)", digestLocation, err)
+		}
+		p := u.RequestURI()
+		resp, body := c.do(t, call{method: "GET", path: p, want: 200})
+		if resp.Header.Get("Content-Type") != "application/zip" || !strings.HasPrefix(string(body), "PK\x03\x04") {
+			t.Errorf("integrity file: %s %q", resp.Header.Get("Content-Type"), body[:min(len(body), 8)])
+		}
+		c.do(t, call{method: "GET", path: p, header: http.Header{"Range": {"bytes=0-3"}}, want: 206})
+		c.do(t, call{method: "GET", path: p, header: http.Header{"If-Modified-Since": {"Fri, 01 Jan 2100 00:00:00 GMT"}}, want: 304})
+		c.do(t, call{method: "GET", path: p, header: http.Header{"If-Unmodified-Since": {"Sat, 01 Jan 2000 00:00:00 GMT"}}, want: 412})
+		c.do(t, call{method: "GET", path: p, header: http.Header{"Range": {"bytes=99999999-"}}, want: 416})
+		q := u.Query()
+		q.Set("sig", strings.Repeat("A", len(q.Get("sig"))))
+		c.do(t, call{method: "GET", path: u.Path + "?" + q.Encode(), want: 403})
+		// The archive's link does not open the integrity file.
+		if loc, err := url.Parse(location); err == nil {
+			c.do(t, call{method: "GET", path: u.Path + "?" + loc.RawQuery, want: 403})
+		}
+		// An authentic link whose file is gone.
+		files, _ := filepath.Glob(filepath.Join(c.archiveDir, "*.integrity.zip"))
+		for _, f := range files {
+			os.Remove(f)
+		}
+		c.do(t, call{method: "GET", path: p, want: 404})
 	})
 
 	t.Run("download archive", func(t *testing.T) {

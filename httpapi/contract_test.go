@@ -67,7 +67,9 @@ type contract struct {
 	srv *httptest.Server
 	api *httpapi.Server
 	p   *latchkey.Platform
-	doc []byte
+	// store is the platform's store (tests make it fail readiness).
+	store *memstore.Store
+	doc   []byte
 	// rootTenant is the id of the root tenant made by Bootstrap.
 	rootTenant string
 	v          validator.Validator // strict mode: a response field the document does not declare is an error
@@ -85,9 +87,10 @@ func newContract(t *testing.T) *contract {
 	t.Helper()
 	ctx := context.Background()
 	archiveDir := t.TempDir()
+	st := memstore.New()
 	p, err := latchkey.New(ctx, latchkey.Config{
 		ArchiveDir:               archiveDir,
-		Store:                    memstore.New(),
+		Store:                    st,
 		MasterKey:                seal.NewKey(),
 		Clock:                    clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)),
 		PasswordParams:           identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1},
@@ -104,7 +107,7 @@ func newContract(t *testing.T) *contract {
 	api := httpapi.New(p, httpapi.Defaults())
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	c := &contract{srv: srv, api: api, p: p, rootTenant: boot.Tenant.ID, client: srv.Client(), covered: map[string]bool{}, archiveDir: archiveDir}
+	c := &contract{srv: srv, api: api, p: p, store: st, rootTenant: boot.Tenant.ID, client: srv.Client(), covered: map[string]bool{}, archiveDir: archiveDir}
 
 	resp, err := c.client.Get(srv.URL + "/openapi.json")
 	if err != nil {

@@ -21,6 +21,7 @@ const (
 	styleProblem                   // {title, status, detail, traceId}: authenticator, audit, events, event stream
 	styleNotification              // {code, description}
 	styleProvisioning              // {code, message}
+	styleFIDO                      // {status:"failed", errorMessage}: the FIDO conformance server routes of area C
 )
 
 // statusOf is the one table from error kinds to HTTP statuses.
@@ -119,6 +120,8 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, st style, 
 		body = map[string]string{"code": code, "description": msg}
 	case styleProvisioning:
 		body = map[string]any{"code": status, "message": msg}
+	case styleFIDO:
+		body = map[string]string{"status": "failed", "errorMessage": msg}
 	default:
 		body = map[string]any{"code": status, "codeDesc": code, "message": msg}
 	}

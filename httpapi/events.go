@@ -5,6 +5,7 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/fault"
@@ -46,6 +47,7 @@ func readJSONBody(r *http.Request) ([]byte, error) {
 }
 
 func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
+	defer observeSince(s.p.Metrics().EventsPost, time.Now())
 	body, err := readJSONBody(r)
 	if err != nil {
 		return err
@@ -68,6 +70,7 @@ type eventPageJSON struct {
 }
 
 func (s *Server) queryEvents(w http.ResponseWriter, r *http.Request) error {
+	defer observeSince(s.p.Metrics().EventsQuery, time.Now())
 	page, err := queryInt(r, "page", events.DefaultPage)
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/latchkey/latchkey/authenticator/authenticatortest"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
 )
@@ -39,12 +40,26 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	if job.Status != http.StatusAccepted {
 		t.Fatalf("start export: %d %s", job.Status, job.Body)
 	}
+	notifyA := e.AuditClient(a, identity.RoleTenantAdmin, identity.ScopeNotificationAdmin)
+	sub := e.Do("POST", "/notification/v1/subscriptions", map[string]any{"event_type_ids": []string{"10001"}, "client_id": "reader-of-acme-q7"}, bearer(notifyA))
+	if sub.Status != http.StatusCreated {
+		t.Fatalf("create subscription: %d %s", sub.Status, sub.Body)
+	}
+	provA := e.APIKey(a, "", identity.AreaProvisioning)
+	vtok := e.Do("POST", "/VirtualToken/Provisioning/V1.0/Tenants/"+a.ID+"/Users/"+user.JSON()["id"].(string)+"/Tokens", nil, "Authorization: "+provA)
+	if vtok.Status != http.StatusOK {
+		t.Fatalf("create virtual token: %d %s", vtok.Status, vtok.Body)
+	}
+	vtokID := strings.Trim(strings.TrimSpace(string(vtok.Body)), `"`)
 	streamA := e.AuditClient(a, "", identity.ScopeEventStreamAdmin)
 	stream := e.Do("POST", "/eventstream/v1/tenants/"+a.Code+"/subscriptions", map[string]any{"endpoint": "https://203.0.113.10/acme-q7", "eventTypes": []string{"401"}}, bearer(streamA))
 	if stream.Status != http.StatusCreated {
 		t.Fatalf("create event-stream subscription: %d %s", stream.Status, stream.Body)
 	}
 	values := map[string]string{
+		"tokenId":        vtokID,
+		"tokenLabel":     "label-of-acme-q7",
+		"roleAction":     "User:ResetPin",
 		"tenantId":       a.ID,
 		"tenantCode":     a.Code,
 		"userId":         user.JSON()["id"].(string),
@@ -52,18 +67,36 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"tenant":         a.Code,
 		"subscriptionId": stream.JSON()["resources"].([]any)[0].(string),
 	}
+	// An authenticator of A's user (area C).
+	dev := authenticatortest.New("localhost", "http://localhost:8080")
+	cdj, att := dev.Register("aXNvbGF0aW9u", authenticatortest.FormatPackedSelf)
+	authnA := "/api/v1/tenants/" + a.Code + "/users/" + values["userId"] + "/authenticators"
+	keyA := "apikey: " + e.APIKey(a, "", identity.AreaAuthenticator)
+	if r := e.Do("POST", authnA, map[string]any{"type": "FIDO", "metadata": map[string]any{"attestation": map[string]any{
+		"clientDataJson": authenticatortest.B64(cdj), "attestationObject": authenticatortest.B64(att)}}}, keyA); r.Status != http.StatusOK {
+		t.Fatalf("import authenticator: %d %s", r.Status, r.Body)
+	}
+	values["authenticatorId"] = dev.ID()
 	idFor := map[string]string{ // {id} by the area of the route
 		"/client-management/": client.ID,
 		"/vault/":             key.JSON()["id"].(string),
+		"/notification/":      sub.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", values["subscriptionId"], "acme-q7"}
+	markers := []string{vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], "acme-q7"}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
 	apiKeyB := e.APIKey(b, "", identity.AreaAuthenticator, identity.AreaProvisioning)
+	guideB := e.Do("POST", "/guide/session", map[string]string{"name": "tadmin", "password": "tenant-password-1", "tenant": b.Code})
+	if guideB.Status != http.StatusOK {
+		t.Fatalf("guide login: %d %s", guideB.Status, guideB.Body)
+	}
+	guideCookieB := strings.Split(guideB.Header.Get("Set-Cookie"), ";")[0]
 	credential := func(auth string) (string, bool) {
 		switch {
+		case auth == "guide-session":
+			return "Cookie: " + guideCookieB, true
 		case auth == "platform-jwt":
 			return bearer(b.AdminToken), true
 		case strings.HasPrefix(auth, "oauth:"):
@@ -137,7 +170,16 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	if r := e.Do("GET", "/api/v1/client-management/clients/"+client.ID, nil, adminA); r.Status != 200 {
 		t.Errorf("A's client after B's attempts: %d", r.Status)
 	}
+	if r := e.Do("GET", "/VirtualToken/Provisioning/V1.0/Tenants/"+a.ID+"/Users/"+values["userId"]+"/Tokens/"+vtokID+"/Certificates", nil, "Authorization: "+provA); r.Status != 200 {
+		t.Errorf("A's virtual token after B's attempts: %d", r.Status)
+	}
 	if r := e.Do("GET", "/api/v1/vault/keys2/"+idFor["/vault/"], nil, adminA); r.Status != 200 {
 		t.Errorf("A's vault key after B's attempts: %d", r.Status)
+	}
+	if sub, err := e.Store.GetNotifySubscription(t.Context(), a.ID, idFor["/notification/"]); err != nil || sub.Pages != 0 {
+		t.Errorf("A's subscription after B's attempts: %+v, %v", sub, err)
+	}
+	if r := e.Do("GET", authnA+"/"+dev.ID(), nil, keyA); r.Status != 200 || r.JSON()["state"] != "pending" {
+		t.Errorf("A's authenticator after B's attempts: %d %s", r.Status, r.Body)
 	}
 }

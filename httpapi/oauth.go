@@ -57,8 +57,10 @@ func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) erro
 	}
 	token, expiresIn, scope, err := s.p.Identity.ClientCredentials(r.Context(), id, secret, form.Get("scope"))
 	if err != nil {
+		s.loginFailed("client_credentials", err)
 		return err
 	}
+	s.p.Metrics().TokenIssued("client_credentials")
 	w.Header().Set("Pragma", "no-cache")
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": expiresIn, "scope": scope})
 	return nil

@@ -45,22 +45,27 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	var (
-		resp identity.TokenResponse
-		err  error
+		resp  identity.TokenResponse
+		err   error
+		grant = req.GrantType
 	)
 	switch req.GrantType {
 	case "", grantPassword:
+		grant = grantPassword
 		resp, err = s.p.Identity.Login(r.Context(), identity.LoginRequest{Name: req.Name, Password: req.Password, AuthDomain: req.AuthDomain, RemoteAddr: r.RemoteAddr})
 	case grantRefreshToken:
 		resp, err = s.p.Identity.Refresh(r.Context(), req.RefreshToken)
 	case grantClientCredential:
 		resp, err = s.clientLogin(r, req.ClientID)
 	default:
+		grant = "other" // a label value the caller cannot choose
 		err = fault.E(fault.Invalid, fault.Field("grant_type"), "grant_type must be client_credential or refresh_token, or absent for a password login")
 	}
 	if err != nil {
+		s.loginFailed(grant, err)
 		return err
 	}
+	s.p.Metrics().TokenIssued(grant)
 	writeJSON(w, http.StatusOK, resp)
 	return nil
 }

@@ -98,8 +98,12 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerMisc()
 	s.registerAudit()
 	s.registerEvents()
+	s.registerNotify()
+	s.registerVToken()
+	s.registerAuthenticators()
+	s.registerGuide()
 	s.registerEventStream()
-	s.mux.HandleFunc("/", s.fallback)
+	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))
 	return s
 }
 
@@ -220,9 +224,10 @@ func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
 	if limit == 0 {
 		limit = s.opts.MaxBodyBytes
 	}
-	s.routes = append(s.routes, Route{Method: method, Pattern: strings.TrimSuffix(path, "{$}"), Auth: o.name})
+	route := Route{Method: method, Pattern: strings.TrimSuffix(path, "{$}"), Auth: o.name}
+	s.routes = append(s.routes, route)
 	s.styles[path] = o.style
-	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+	s.mux.HandleFunc(method+" "+path, s.instrumented(method, route.Pattern, func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if o.auth != nil {
 			p, err := o.auth(r)
@@ -243,7 +248,7 @@ func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, o.style, err)
 		}
-	})
+	}))
 }
 
 type principalKey struct{}

@@ -103,6 +103,7 @@ type SettingsPatch struct {
 	PlanFeatures                 *[]string `json:"planFeatures"`
 	NotificationRetentionSeconds *int64    `json:"notificationRetentionSeconds"`
 	WebAuthn                     *WebAuthn `json:"webauthn"`
+	AttestationPolicy            *string   `json:"attestationPolicy"`
 }
 
 // MaxRetentionSeconds bounds a tenant's notification retention (30 days).
@@ -149,6 +150,15 @@ func (s *Service) UpdateSettings(ctx context.Context, p Principal, tenantID stri
 			}
 		}
 		st.WebAuthn = WebAuthn{RPID: w.RPID, Origins: nonNil(slices.Clone(w.Origins))}
+	}
+	if ap := patch.AttestationPolicy; ap != nil {
+		if *ap != AttestationPolicyNone && *ap != AttestationPolicyTrusted {
+			return fail(fault.E(fault.Invalid, fault.Field("attestationPolicy"), "attestationPolicy must be none or trusted"))
+		}
+		st.AttestationPolicy = *ap
+		if *ap == AttestationPolicyNone {
+			st.AttestationPolicy = ""
+		}
 	}
 	if err := s.st.UpdateTenantSettings(ctx, tenantID, st); err != nil {
 		return fail(err)

@@ -169,47 +169,84 @@ var errBadCredentials = fault.E(fault.Unauthenticated, "invalid name, password o
 // a platform JWT bound to that user. Failures are audited and throttled.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (TokenResponse, error) {
 	const action = "auth.login"
-	meta := map[string]any{"user": map[string]any{"name": req.Name}, "authDomain": req.AuthDomain, "remoteAddr": req.RemoteAddr}
-	if req.Name == "" || req.Password == "" {
-		return TokenResponse{}, fault.E(fault.Invalid, fault.Field("name"), "name and password are required")
-	}
-	t, err := s.ResolveTenant(ctx, req.AuthDomain)
+	t, u, meta, err := s.checkPassword(ctx, req, action)
 	if err != nil {
-		if !fault.Is(fault.NotFound, err) {
-			return TokenResponse{}, err
-		}
-		// The tenant does not exist, so the failure is the operators' to see.
-		if root, rerr := s.st.GetTenantByCode(ctx, RootTenantCode); rerr == nil {
-			return TokenResponse{}, s.record(ctx, root.ID, action, fault.E(errBadCredentials, fault.Msg("unknown auth_domain")), meta)
-		}
-		return TokenResponse{}, errBadCredentials
-	}
-	now := s.now()
-	key := t.ID + "\x00" + strings.ToLower(req.Name)
-	if blocked, wait := s.cfg.Throttle.Blocked(key, now); blocked {
-		err := fault.E(fault.TooManyRequests, fmt.Sprintf("too many failed logins; try again in %d seconds", int(wait.Seconds())+1))
-		return TokenResponse{}, s.record(ctx, t.ID, action, err, meta)
-	}
-	u, err := s.st.GetUserByName(ctx, t.ID, req.Name)
-	if err != nil && !fault.Is(fault.NotFound, err) {
 		return TokenResponse{}, err
 	}
-	ok, verr := s.cfg.Hasher.Verify(ctx, u.PasswordHash, req.Password)
-	if verr != nil {
-		return TokenResponse{}, verr
-	}
-	if !ok {
-		s.cfg.Throttle.Fail(key, now)
-		return TokenResponse{}, s.record(ctx, t.ID, action, errBadCredentials, meta)
-	}
-	s.cfg.Throttle.Succeed(key)
 	ctx = audit.WithActor(ctx, u.ID.String(), "")
-	meta["user"] = map[string]any{"id": u.ID.String(), "name": u.Name}
 	resp, err := s.issueUserToken(ctx, t, u)
 	if err != nil {
 		return TokenResponse{}, err
 	}
 	return resp, s.record(ctx, t.ID, action, nil, meta)
+}
+
+// CheckPassword authenticates a user by name and password inside a tenant,
+// with Login's throttle, for logins that issue something other than a
+// platform JWT (the interactive guide's sessions). Failures are audited
+// under action; recording the success is the caller's, once it has issued
+// what the login is for.
+func (s *Service) CheckPassword(ctx context.Context, req LoginRequest, action string) (Tenant, User, error) {
+	t, u, _, err := s.checkPassword(ctx, req, action)
+	return t, u, err
+}
+
+func (s *Service) checkPassword(ctx context.Context, req LoginRequest, action string) (Tenant, User, map[string]any, error) {
+	meta := map[string]any{"user": map[string]any{"name": req.Name}, "authDomain": req.AuthDomain, "remoteAddr": req.RemoteAddr}
+	if req.Name == "" || req.Password == "" {
+		return Tenant{}, User{}, meta, fault.E(fault.Invalid, fault.Field("name"), "name and password are required")
+	}
+	t, err := s.ResolveTenant(ctx, req.AuthDomain)
+	if err != nil {
+		if !fault.Is(fault.NotFound, err) {
+			return Tenant{}, User{}, meta, err
+		}
+		// The tenant does not exist, so the failure is the operators' to see.
+		if root, rerr := s.st.GetTenantByCode(ctx, RootTenantCode); rerr == nil {
+			return Tenant{}, User{}, meta, s.record(ctx, root.ID, action, fault.E(errBadCredentials, fault.Msg("unknown auth_domain")), meta)
+		}
+		return Tenant{}, User{}, meta, errBadCredentials
+	}
+	now := s.now()
+	key := t.ID + "\x00" + strings.ToLower(req.Name)
+	if blocked, wait := s.cfg.Throttle.Blocked(key, now); blocked {
+		err := fault.E(fault.TooManyRequests, fmt.Sprintf("too many failed logins; try again in %d seconds", int(wait.Seconds())+1))
+		return Tenant{}, User{}, meta, s.record(ctx, t.ID, action, err, meta)
+	}
+	u, err := s.st.GetUserByName(ctx, t.ID, req.Name)
+	if err != nil && !fault.Is(fault.NotFound, err) {
+		return Tenant{}, User{}, meta, err
+	}
+	ok, verr := s.cfg.Hasher.Verify(ctx, u.PasswordHash, req.Password)
+	if verr != nil {
+		return Tenant{}, User{}, meta, verr
+	}
+	if !ok {
+		s.cfg.Throttle.Fail(key, now)
+		return Tenant{}, User{}, meta, s.record(ctx, t.ID, action, errBadCredentials, meta)
+	}
+	s.cfg.Throttle.Succeed(key)
+	meta["user"] = map[string]any{"id": u.ID.String(), "name": u.Name}
+	return t, u, meta, nil
+}
+
+// UserToken signs a platform JWT for a user of tenantID, valid for ttl (at
+// most the platform token lifetime), without a refresh token: the guide
+// hands such tokens to its page for "try it out" calls. The user is read
+// afresh, so a deleted user gets none and roles are current.
+func (s *Service) UserToken(ctx context.Context, tenantID string, userID ObjectID, ttl time.Duration) (string, time.Time, error) {
+	if ttl <= 0 || ttl > s.cfg.PlatformTokenTTL {
+		ttl = s.cfg.PlatformTokenTTL
+	}
+	t, err := s.tenant(ctx, tenantID)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	u, err := s.st.GetUser(ctx, tenantID, userID)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return s.cfg.Keys.Sign(Claims{TenantID: t.ID, TenantCode: t.Code, Roles: u.Roles, RegisteredClaims: registered(u.ID.String())}, ttl)
 }
 
 func (s *Service) issueUserToken(ctx context.Context, t Tenant, u User) (TokenResponse, error) {

@@ -72,7 +72,19 @@ type Settings struct {
 	PlanFeatures                 []string `json:"planFeatures"`
 	NotificationRetentionSeconds int64    `json:"notificationRetentionSeconds"`
 	WebAuthn                     WebAuthn `json:"webauthn"`
+	// AttestationPolicy is how FIDO attestations are judged (area C):
+	// AttestationPolicyNone ("" means it too) accepts every verified
+	// attestation, self and none included; AttestationPolicyTrusted
+	// requires one that chains to the FIDO Metadata Service BLOB the
+	// operator loaded. Omitted from JSON while it is the default.
+	AttestationPolicy string `json:"attestationPolicy,omitempty"`
 }
+
+// Attestation policies of Settings.AttestationPolicy.
+const (
+	AttestationPolicyNone    = "none"
+	AttestationPolicyTrusted = "trusted"
+)
 
 // HasFeature reports whether the tenant's plan includes feature f.
 func (s Settings) HasFeature(f string) bool { return slices.Contains(s.PlanFeatures, f) }

@@ -5,6 +5,7 @@
 //
 //	go run ./examples/server [-addr 127.0.0.1:8080] [-tls-addr 127.0.0.1:8443] [-data ./data]
 //	                         [-postgres DSN] [-archive-dir DIR] [-allow-private-endpoints]
+//	                         [-metrics-addr 127.0.0.1:9090]
 //
 // Several processes may serve one PostgreSQL database behind a load
 // balancer (see docs/deployment.md). They need the same master key
@@ -49,7 +50,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&cfg.ExportLeaseFor, "export-lease", 0, "export job lease; a dead process's job is taken over when it lapses (default 2m; short values are for tests)")
 	fs.DurationVar(&cfg.ExportPollEvery, "export-poll", 0, "how often an idle export worker looks for jobs (default 1m; PostgreSQL wakes it sooner)")
 	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let event-stream endpoints be on loopback or private addresses")
+	fs.DurationVar(&cfg.GuideIdle, "guide-idle", 0, "interactive guide: logout after this long without activity while open (default 10m)")
+	fs.DurationVar(&cfg.GuideClosed, "guide-closed", 0, "interactive guide: session end after the last login once the window is closed (default 30m)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "external URL of the plain listener (default http://<addr>)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", "", "listen address of GET /metrics (Prometheus); empty disables; keep it off the public network")
+	fs.StringVar(&cfg.FIDOMetadataFile, "fido-mds", "", "FIDO Metadata Service BLOB file, for tenants whose attestation policy is trusted")
+	fs.StringVar(&cfg.FIDOMetadataRootFile, "fido-mds-root", "", "trust anchor of the -fido-mds BLOB, PEM or base64 DER (default the FIDO Alliance root)")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -180,6 +180,11 @@ func subjectField(v string) (string, error) {
 		fmt.Sprintf("subject_dn_field_to_modify %q is not allowed; use %q or %q", v, pki.SubjectFieldUID, pki.SubjectFieldCN))
 }
 
+// DefaultClientRole is the role of a profile created without one: the
+// spec's flow (register a client, log in with its certificate, list the
+// vault's keys) needs a role the vault accepts, and API.md fixes this one.
+const DefaultClientRole = identity.RoleApplicationOwner
+
 var profileRoles = []string{identity.RoleTenantAdmin, identity.RoleApplicationOwner, identity.RoleUser}
 
 // ProfileRequest creates a profile: POST {base_url}/client-management/profiles.
@@ -189,8 +194,8 @@ type ProfileRequest struct {
 	SubjectField string `json:"subject_dn_field_to_modify"`
 	// CertLifetimeDays defaults to DefaultCertLifetimeDays; 1..MaxCertLifetimeDays.
 	CertLifetimeDays int `json:"cert_lifetime_days"`
-	// Role is given to the clients' JWTs: tenant-admin, application-owner,
-	// user, or "" for none.
+	// Role is given to the clients' JWTs: tenant-admin, application-owner
+	// or user; "" (not given) means DefaultClientRole.
 	Role string `json:"role"`
 }
 
@@ -223,7 +228,11 @@ func (s *Service) CreateProfile(ctx context.Context, p identity.Principal, req P
 	if req.Role != "" && !slices.Contains(profileRoles, req.Role) {
 		return fail(fault.E(fault.Invalid, fault.Field("role"), "role must be one of "+strings.Join(profileRoles, ", ")))
 	}
-	pr := Profile{ID: identity.NewGUID(), TenantID: p.TenantID, Name: req.Name, SubjectField: field, CertLifetimeDays: days, Role: req.Role, CreatedAt: s.now()}
+	role := req.Role
+	if role == "" {
+		role = DefaultClientRole
+	}
+	pr := Profile{ID: identity.NewGUID(), TenantID: p.TenantID, Name: req.Name, SubjectField: field, CertLifetimeDays: days, Role: role, CreatedAt: s.now()}
 	if err := s.st.CreateProfile(ctx, pr); err != nil {
 		if fault.Is(fault.Conflict, err) {
 			err = fault.E(fault.Conflict, fault.Field("name"), "a client profile with this name exists in the tenant", err)

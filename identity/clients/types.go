@@ -35,7 +35,7 @@ type Profile struct {
 	// SubjectFieldUID (the default) or SubjectFieldCN.
 	SubjectField     string    `json:"subject_dn_field_to_modify"`
 	CertLifetimeDays int       `json:"cert_lifetime_days"`
-	Role             string    `json:"role,omitempty"` // role of the clients' JWTs; "" for none
+	Role             string    `json:"role,omitempty"` // role of the clients' JWTs (DefaultClientRole unless given); "" only in profiles stored before that default
 	CreatedAt        time.Time `json:"created_at"`
 }
 

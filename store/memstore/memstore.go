@@ -5,10 +5,12 @@
 package memstore
 
 import (
+	"context"
 	"sync"
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/vault"
 )
 
@@ -28,11 +30,17 @@ type Store struct {
 	auditRecs map[string][]audit.Record // by tenant, in seq order
 	instances map[string][]audit.ServiceInstance
 
-	clientArea *clientData                // client registration; see clients.go
-	vaultKeys  map[string]vault.Key       // by tenant/id; see vault.go
-	exportJobs map[string]audit.ExportJob // by id
-	eventLogs  map[string]*eventLog       // by tenant; see events.go
-	estream    *esData                    // area E; see eventstream.go
+	clientArea *clientData                    // client registration; see clients.go
+	vaultKeys  map[string]vault.Key           // by tenant/id; see vault.go
+	exportJobs map[string]audit.ExportJob     // by id
+	eventLogs  map[string]*eventLog           // by tenant; see events.go
+	subs       map[subKey]notify.Subscription // see notify.go
+	vtoken     *vtokenData                    // virtual tokens; see vtoken.go
+	authnArea  *authnData                     // authenticators; see authenticator.go
+	guideData  *guideData                     // guide sessions and SSO settings; see guide.go
+	estream    *esData                        // area E; see eventstream.go
+
+	notReady error // what Ready returns; see SetNotReady
 }
 
 // New returns an empty store.
@@ -51,3 +59,22 @@ func New() *Store {
 
 // Close does nothing; it exists so Store satisfies the platform's Store.
 func (s *Store) Close() error { return nil }
+
+// Ready implements the platform's readiness check: a memory store is
+// ready unless a test said otherwise with SetNotReady.
+func (s *Store) Ready(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.notReady != nil {
+		return s.notReady
+	}
+	return ctx.Err()
+}
+
+// SetNotReady makes Ready return err (nil: ready again), so tests can see
+// how a server answers readiness probes while its database is down.
+func (s *Store) SetNotReady(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notReady = err
+}

@@ -24,7 +24,7 @@ var _ audit.ExportStore = (*Store)(nil)
 const ScanChunk = 1000
 
 const exportJobCols = `id, tenant_id, from_time, to_time, resource_id, source, actor_id, action, status,
-	state, started_at, ended_at, error, archive, archive_size, summary, archive_expires_at, attempts, lease_owner, lease_until`
+	state, started_at, ended_at, error, archive, archive_size, summary, archive_expires_at, attempts, lease_owner, lease_until, trace_id`
 
 // optTime stores an unset time as NULL.
 func optTime(t time.Time) *time.Time {
@@ -42,7 +42,7 @@ func scanExportJob(row pgx.Row) (audit.ExportJob, error) {
 	)
 	q := &j.Request
 	err := row.Scan(&j.ID, &j.TenantID, &q.From, &q.To, &q.ResourceID, &q.Source, &q.ActorID, &q.Action, &q.Status,
-		&j.State, &j.StartedAt, &j.EndedAt, &j.Error, &j.Archive, &j.ArchiveSize, &summary, &expires, &j.Attempts, &j.LeaseOwner, &lease)
+		&j.State, &j.StartedAt, &j.EndedAt, &j.Error, &j.Archive, &j.ArchiveSize, &summary, &expires, &j.Attempts, &j.LeaseOwner, &lease, &j.TraceID)
 	if err != nil {
 		return audit.ExportJob{}, err
 	}
@@ -66,10 +66,10 @@ func (s *Store) CreateExportJob(ctx context.Context, j audit.ExportJob) error {
 	}
 	q := j.Request
 	_, err = s.pool.Exec(ctx, `INSERT INTO export_jobs (`+exportJobCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
 		j.ID, j.TenantID, q.From, q.To, q.ResourceID, q.Source, q.ActorID, q.Action, q.Status,
 		j.State, j.StartedAt, j.EndedAt, j.Error, j.Archive, j.ArchiveSize, string(summary), optTime(j.ArchiveExpiresAt),
-		j.Attempts, j.LeaseOwner, optTime(j.LeaseUntil))
+		j.Attempts, j.LeaseOwner, optTime(j.LeaseUntil), j.TraceID)
 	return mapErr(err)
 }
 

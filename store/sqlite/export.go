@@ -22,7 +22,7 @@ var _ audit.ExportStore = (*Store)(nil)
 const ScanChunk = 1000
 
 const exportJobColumns = `id, tenant_id, from_time, to_time, resource_id, source, actor_id, action, status,
-	state, started_at, ended_at, error, archive, archive_size, summary, archive_expires_at, attempts, lease_owner, lease_until`
+	state, started_at, ended_at, error, archive, archive_size, summary, archive_expires_at, attempts, lease_owner, lease_until, trace_id`
 
 // optMicros stores an unset time as 0.
 func optMicros(t time.Time) int64 {
@@ -49,7 +49,7 @@ func scanExportJob(row rowScanner) (audit.ExportJob, error) {
 	)
 	q := &j.Request
 	err := row.Scan(&j.ID, &j.TenantID, &from, &to, &q.ResourceID, &q.Source, &q.ActorID, &q.Action, &q.Status,
-		&j.State, &started, &ended, &j.Error, &j.Archive, &j.ArchiveSize, &summary, &expires, &j.Attempts, &j.LeaseOwner, &lease)
+		&j.State, &started, &ended, &j.Error, &j.Archive, &j.ArchiveSize, &summary, &expires, &j.Attempts, &j.LeaseOwner, &lease, &j.TraceID)
 	if err != nil {
 		return audit.ExportJob{}, err
 	}
@@ -77,10 +77,10 @@ func (s *Store) CreateExportJob(ctx context.Context, j audit.ExportJob) error {
 		ended = micros(*j.EndedAt)
 	}
 	q := j.Request
-	_, err = s.w.ExecContext(ctx, `INSERT INTO export_jobs (`+exportJobColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = s.w.ExecContext(ctx, `INSERT INTO export_jobs (`+exportJobColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		j.ID, j.TenantID, micros(q.From), micros(q.To), q.ResourceID, q.Source, q.ActorID, q.Action, q.Status,
 		j.State, micros(j.StartedAt), ended, j.Error, j.Archive, j.ArchiveSize, string(summary), optMicros(j.ArchiveExpiresAt),
-		j.Attempts, j.LeaseOwner, optMicros(j.LeaseUntil))
+		j.Attempts, j.LeaseOwner, optMicros(j.LeaseUntil), j.TraceID)
 	return mapErr(err)
 }
 

@@ -50,6 +50,7 @@ var exportTests = []test{
 	{"ExportJobLifecycle", func(t *testing.T, ctx context.Context, s Store) {
 		j := NewExportJob(identity.NewGUID(), 0)
 		j.Request.ActorID, j.Request.Status = "alice", audit.StatusFailed
+		j.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 		mustCreateJob(t, ctx, s, j)
 		if err := s.CreateExportJob(ctx, j); !fault.Is(fault.Conflict, err) {
 			t.Errorf("duplicate CreateExportJob = %v, want Conflict", err)

@@ -9,11 +9,15 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
+	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
+	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/vault"
+	"github.com/latchkey/latchkey/vtoken"
 )
 
 // Store is everything a platform store implements.
@@ -24,6 +28,10 @@ type Store interface {
 	vault.Store
 	audit.ExportStore
 	events.Store
+	notify.Store
+	vtoken.Store
+	authenticator.Store
+	guide.Store
 	eventstream.Store
 	Close() error
 }
@@ -42,7 +50,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, eventStreamTests}
+	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, guideTests, eventStreamTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

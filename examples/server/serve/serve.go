@@ -21,9 +21,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/go-webauthn/webauthn/metadata"
+
 	latchkey "github.com/latchkey/latchkey"
+	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/httpapi"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/store/postgres"
@@ -59,6 +63,21 @@ type Config struct {
 	Stdout                          io.Writer
 	// Ready, when set, receives the bound addresses once the server serves.
 	Ready func(httpAddr, tlsAddr string)
+	// MetricsAddr, when set, serves GET /metrics (Prometheus text format)
+	// on a listener of its own, apart from the API so that tenants cannot
+	// read it.
+	MetricsAddr string
+	// MetricsReady, when set, receives the metrics listener's bound address.
+	MetricsReady func(addr string)
+
+	// FIDOMetadataFile is a FIDO Metadata Service BLOB for tenants whose
+	// attestation policy is "trusted"; FIDOMetadataRootFile its trust
+	// anchor (PEM or base64 DER), "" meaning the FIDO Alliance's root.
+	FIDOMetadataFile, FIDOMetadataRootFile string
+
+	// GuideIdle and GuideClosed are the interactive guide's session limits
+	// (see latchkey.Config); zero means 10 and 30 minutes.
+	GuideIdle, GuideClosed time.Duration
 }
 
 // Run serves until ctx ends, then shuts down gracefully.
@@ -93,8 +112,13 @@ func Run(ctx context.Context, cfg Config) error {
 	if archives == "" {
 		archives = filepath.Join(cfg.DataDir, "archives")
 	}
+	mds, err := loadFIDOMetadata(cfg.FIDOMetadataFile, cfg.FIDOMetadataRootFile)
+	if err != nil {
+		return err
+	}
 	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public,
-		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery,
+		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
+		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed,
 		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints})
 	if err != nil {
 		if cfg.PostgresDSN != "" {
@@ -116,7 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 	h := httpapi.New(p, opts)
 
 	srv := httpapi.NewHTTPServer(cfg.Addr, h, log)
-	errc := make(chan error, 3)
+	errc := make(chan error, 4)
 	go func() { errc <- srv.Serve(ln) }()
 
 	var tlsSrv *http.Server
@@ -141,6 +165,21 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		go func() { errc <- tlsSrv.Serve(tls.NewListener(tln, tlsSrv.TLSConfig)) }()
 	}
+	var metricsSrv *http.Server
+	if cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			return fmt.Errorf("-metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", p.MetricsHandler())
+		metricsSrv = httpapi.NewHTTPServer(cfg.MetricsAddr, mux, log)
+		go func() { errc <- metricsSrv.Serve(mln) }()
+		log.Info("serving metrics", "addr", mln.Addr().String())
+		if cfg.MetricsReady != nil {
+			cfg.MetricsReady(mln.Addr().String())
+		}
+	}
 	runCtx, cancelRun := context.WithCancel(ctx)
 	defer cancelRun()
 	go func() { errc <- p.Run(runCtx) }()
@@ -159,11 +198,15 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	log.Info("shutting down")
+	srv.RegisterOnShutdown(p.Notify.StopWaiting) // long polls answer now rather than hold the shutdown
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	errs := []error{srv.Shutdown(shutdownCtx)}
 	if tlsSrv != nil {
 		errs = append(errs, tlsSrv.Shutdown(shutdownCtx))
+	}
+	if metricsSrv != nil {
+		errs = append(errs, metricsSrv.Shutdown(shutdownCtx))
 	}
 	cancelRun()
 	return errors.Join(errs...)
@@ -207,6 +250,11 @@ func printWelcome(w io.Writer, addr, tlsAddr string, created bool, generated str
 	body := fmt.Sprintf(`'{"name":"admin","password":"%s","auth_domain":"root"}'`, password)
 	if password == "$PLATFORM_ADMIN_PASSWORD" { // double quotes, so the shell expands it
 		body = `"{\"name\":\"admin\",\"password\":\"$PLATFORM_ADMIN_PASSWORD\",\"auth_domain\":\"root\"}"`
+	}
+	if tlsAddr != "" {
+		fmt.Fprintf(w, "Interactive API guide: https://%s/guide/ (or http://%s/guide/)\n", tlsAddr, addr)
+	} else {
+		fmt.Fprintf(w, "Interactive API guide: http://%s/guide/\n", addr)
 	}
 	fmt.Fprintf(w, "Log in:\n  curl -s http://%s/api/v1/auth/tokens/ -H 'Content-Type: application/json' \\\n    -d %s\n", addr, body)
 }
@@ -274,4 +322,30 @@ func serverCertificate(dir string) (tls.Certificate, error) {
 		return tls.Certificate{}, err
 	}
 	return tls.LoadX509KeyPair(certPath, keyPath)
+}
+
+// loadFIDOMetadata loads the FIDO Metadata Service BLOB in file (none when
+// file is ""), verified against the root certificate in rootFile (PEM or
+// base64 DER; "" means the FIDO Alliance's production root).
+func loadFIDOMetadata(file, rootFile string) (metadata.Provider, error) {
+	if file == "" {
+		return nil, nil
+	}
+	root := ""
+	if rootFile != "" {
+		b, err := os.ReadFile(rootFile)
+		if err != nil {
+			return nil, err
+		}
+		if blk, _ := pem.Decode(b); blk != nil {
+			root = base64.StdEncoding.EncodeToString(blk.Bytes)
+		} else {
+			root = strings.TrimSpace(string(b))
+		}
+	}
+	mds, err := authenticator.LoadMetadataFile(file, root)
+	if err != nil {
+		return nil, fmt.Errorf("-fido-mds: %w", err)
+	}
+	return mds, nil
 }

@@ -1,0 +1,80 @@
+package guide
+
+import (
+	"context"
+	"time"
+
+	"github.com/latchkey/latchkey/identity"
+)
+
+// Session is one login to the interactive guide. The session id itself is
+// never stored: only its SHA-256 (IDHash), so a copy of the store cannot be
+// replayed as a cookie.
+type Session struct {
+	IDHash    []byte // SHA-256 of the session id the cookie carries
+	TenantID  string
+	UserID    identity.ObjectID
+	UserName  string
+	Method    string // MethodPassword or MethodSSO
+	CSRFToken string // sent back in the X-CSRF-Token header of state-changing calls
+
+	LoginAt      time.Time // the last login: start of the closed-window limit
+	LastActivity time.Time // the last user activity the page reported
+	LastSeen     time.Time // the last request of the open page (its pings)
+	ExpiresAt    time.Time // when the session ends unless the page is seen again (see deadline)
+}
+
+// Login methods of a Session.
+const (
+	MethodPassword = "password"
+	MethodSSO      = "sso"
+)
+
+// SSOSettings are a tenant's OpenID Connect provider for single sign-on to
+// the guide. ClientSecret is sealed (seal.Sealer) before it is stored.
+type SSOSettings struct {
+	TenantID       string
+	Issuer         string // the provider's issuer URL (discovery at /.well-known/openid-configuration)
+	ClientID       string
+	ClientSecret   []byte   // sealed
+	AllowedDomains []string // e-mail domains whose users may sign in; empty allows none
+	UpdatedAt      time.Time
+}
+
+// Store keeps guide sessions and SSO settings. Implementations never read
+// the clock (times come in the arguments), store values as given, return
+// fault.Internal for failures not named below and are safe for concurrent
+// use.
+type Store interface {
+	// CreateGuideSession stores s. It returns fault.Conflict when a session
+	// with s.IDHash exists.
+	CreateGuideSession(ctx context.Context, s Session) error
+
+	// GetGuideSession returns the session whose id hashes to idHash, or
+	// fault.NotFound.
+	GetGuideSession(ctx context.Context, idHash []byte) (Session, error)
+
+	// TouchGuideSession sets the LastActivity, LastSeen and ExpiresAt of
+	// the session s.IDHash to those of s (nothing else changes). It returns
+	// fault.NotFound when the session does not exist (it was ended meanwhile).
+	TouchGuideSession(ctx context.Context, s Session) error
+
+	// DeleteGuideSession removes the session whose id hashes to idHash. It
+	// returns fault.NotFound when there is none, so of two concurrent
+	// logouts or expiries exactly one succeeds (and is audited).
+	DeleteGuideSession(ctx context.Context, idHash []byte) error
+
+	// DeleteExpiredGuideSessions removes at most limit sessions whose
+	// ExpiresAt is at or before now and returns them.
+	DeleteExpiredGuideSessions(ctx context.Context, now time.Time, limit int) ([]Session, error)
+
+	// PutGuideSSO creates or replaces the tenant's SSO settings.
+	PutGuideSSO(ctx context.Context, s SSOSettings) error
+
+	// GetGuideSSO returns the tenant's SSO settings, or fault.NotFound.
+	GetGuideSSO(ctx context.Context, tenantID string) (SSOSettings, error)
+
+	// DeleteGuideSSO removes the tenant's SSO settings, or returns
+	// fault.NotFound.
+	DeleteGuideSSO(ctx context.Context, tenantID string) error
+}

@@ -1,0 +1,33 @@
+package latchkey
+
+import (
+	"context"
+	"time"
+
+	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/notify"
+)
+
+// CreateNotifySubscription creates a notification subscription in the caller's
+// tenant from a create body; see notify.Service.Create.
+func (p *Platform) CreateNotifySubscription(ctx context.Context, by identity.Principal, body []byte) (notify.View, error) {
+	return p.Notify.Create(ctx, by, body)
+}
+
+// GetNotifySubscription returns a notification subscription with its status; see
+// notify.Service.Get.
+func (p *Platform) GetNotifySubscription(ctx context.Context, by identity.Principal, id string) (notify.View, error) {
+	return p.Notify.Get(ctx, by, id)
+}
+
+// DeleteNotifySubscription unsubscribes; see notify.Service.Delete.
+func (p *Platform) DeleteNotifySubscription(ctx context.Context, by identity.Principal, id string) error {
+	return p.Notify.Delete(ctx, by, id)
+}
+
+// RetrieveNotifications returns and consumes the next page of a
+// subscription's notifications, waiting up to wait for some; see
+// notify.Service.Retrieve.
+func (p *Platform) RetrieveNotifications(ctx context.Context, by identity.Principal, id string, wait time.Duration) (notify.Page, error) {
+	return p.Notify.Retrieve(ctx, by, id, wait)
+}

@@ -11,6 +11,7 @@ package latchkey
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -339,6 +340,32 @@ func (p *Platform) CreateTenant(ctx context.Context, by identity.Principal, name
 		return t, err
 	}
 	return t, p.recorder.EnsureInstances(ctx, t.ID)
+}
+
+// CreateUser creates a user (see identity.Service.CreateUser) and appends
+// the native event 401 "User created" to the tenant's log, so that
+// notification subscriptions, event streams and directory sync see the
+// change. The user exists once CreateUser returns; an event that cannot
+// be appended is logged, not returned, since the user is already stored.
+func (p *Platform) CreateUser(ctx context.Context, by identity.Principal, tenantID, name, password string, roles []string) (identity.User, error) {
+	u, err := p.Identity.CreateUser(ctx, by, tenantID, name, password, roles)
+	if err != nil {
+		return u, err
+	}
+	ev := map[string]any{
+		"event_type_id": "401",
+		"end_user":      map[string]string{"id": u.ID.String()},
+		"username":      u.Name,
+		"new_state":     "active",
+	}
+	if by.UserID != "" {
+		ev["authenticated_user"] = map[string]string{"id": by.UserID}
+	}
+	raw, _ := json.Marshal(ev)
+	if _, err := p.Events.EmitNative(ctx, tenantID, raw); err != nil {
+		p.log.Error("latchkey: user created but its event 401 was not appended", "tenant", tenantID, "user", u.ID.String(), "err", err)
+	}
+	return u, nil
 }
 
 // Run runs the background workers (audit export jobs, archive clean-up,

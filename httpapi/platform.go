@@ -147,7 +147,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	u, err := s.p.Identity.CreateUser(r.Context(), principal(r), id, req.Name, req.Password, req.Roles)
+	u, err := s.p.CreateUser(r.Context(), principal(r), id, req.Name, req.Password, req.Roles)
 	if err != nil {
 		return err
 	}

@@ -446,3 +446,34 @@ func TestWellKnownAndHealth(t *testing.T) {
 		t.Errorf("unknown route: %d", r.Status)
 	}
 }
+
+// TestCreateUserAppendsEvent401 checks that a user created through the
+// admin route appends the native event "User created" to the tenant's log,
+// which notifications, event streams and directory sync read.
+func TestCreateUserAppendsEvent401(t *testing.T) {
+	e := latchkeytest.New(t)
+	a := e.NewTenant("Acme")
+	r := e.Do("POST", "/api/v1/admin/tenants/"+a.ID+"/users", map[string]any{"name": "erin", "password": "erin-password-1"}, "Authorization: Bearer "+a.AdminToken)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("create user: %d %s", r.Status, r.Body)
+	}
+	evs, err := e.Store.ListEventsAfter(t.Context(), a.ID, 0, []string{"401"}, time.Time{}, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs) != 1 {
+		t.Fatalf("%d events 401 in the tenant's log, want 1", len(evs))
+	}
+	var body struct {
+		Username string `json:"username"`
+		EndUser  struct {
+			ID string `json:"id"`
+		} `json:"end_user"`
+	}
+	if err := json.Unmarshal(evs[0].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"erin", r.JSON()["id"].(string)}, []string{body.Username, body.EndUser.ID}); diff != "" {
+		t.Errorf("event 401 (-want +got):\n%s", diff)
+	}
+}

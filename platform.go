@@ -296,13 +296,14 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		Store: cfg.Store, Events: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		Guard: eventstream.Guard{AllowPrivate: cfg.AllowPrivateEndpoints},
 	})
-	p.streamEngine = eventstream.NewEngine(eventstream.EngineConfig{
-		Service: p.EventStream, Waker: p.Events, LeaseFor: cfg.EventStreamLeaseFor, PollEvery: cfg.EventStreamPollEvery,
-	})
 	if err := p.registerMetrics(); err != nil {
 		p.Close()
 		return nil, err
 	}
+	p.streamEngine = eventstream.NewEngine(eventstream.EngineConfig{
+		Service: p.EventStream, Waker: p.Events, LeaseFor: cfg.EventStreamLeaseFor, PollEvery: cfg.EventStreamPollEvery,
+		Observer: p.metrics.EventStream,
+	})
 	return p, nil
 }
 

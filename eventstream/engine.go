@@ -49,6 +49,9 @@ type Waker interface {
 // EngineConfig configures an Engine. Service is required.
 type EngineConfig struct {
 	Service *Service
+	// Observer, when set, is told of every delivery attempt and dead
+	// letter (the Platform passes its metrics).
+	Observer Observer
 	// Client sends deliveries; default NewClient(Service's Guard), which
 	// checks every dialled address and never follows redirects.
 	Client Doer
@@ -89,6 +92,21 @@ type Engine struct {
 	st    Store
 	clock clock.Clock
 	log   *slog.Logger
+}
+
+// Delivery outcomes told to an Observer.
+const (
+	OutcomeDelivered = "delivered" // the receiver answered 2xx
+	OutcomeRetried   = "retried"   // the attempt failed and will be retried
+	OutcomeFailed    = "failed"    // the last attempt failed: a dead letter follows
+)
+
+// Observer is told of every delivery attempt and every new dead letter
+// (the Platform passes its metrics). Calls come from the delivery workers,
+// concurrently.
+type Observer interface {
+	Delivery(outcome string, took time.Duration)
+	DeadLetter()
 }
 
 // NewClient returns the default delivery client: connections go through
@@ -335,6 +353,9 @@ func (e *Engine) round(ctx context.Context, sub Subscription, lim *bucket) (bool
 		}
 		now := e.now()
 		u.Status.DeadLettered++
+		if e.cfg.Observer != nil {
+			e.cfg.Observer.DeadLetter()
+		}
 		u.NewDeadLetters = append(u.NewDeadLetters, DeadLetter{
 			TenantID: sub.TenantID, SubscriptionID: sub.ID, ID: id, EventSeq: ev.Seq, EventType: ev.TypeID, Body: body,
 			Attempts: n, LastError: truncate(err.Error(), maxErrorLength), CreatedAt: now,
@@ -420,14 +441,17 @@ func (e *Engine) deliver(ctx context.Context, sub Subscription, secret []byte, i
 		if !lim.wait(e.clock, ctx.Done()) {
 			return attempt, errStopped
 		}
+		start := e.clock.Now()
 		retryAfter, err := e.post(ctx, sub, secret, id, body)
 		if ctx.Err() != nil {
 			return attempt, errStopped
 		}
 		now := e.now()
+		took := e.clock.Now().Sub(start)
 		if err == nil {
 			st.LastSuccessAt, st.FailingSince = now, time.Time{}
 			st.Delivered++
+			e.observe(OutcomeDelivered, took)
 			return attempt + 1, nil
 		}
 		st.LastErrorAt, st.LastError = now, truncate(err.Error(), maxErrorLength)
@@ -435,11 +459,19 @@ func (e *Engine) deliver(ctx context.Context, sub Subscription, secret []byte, i
 			st.FailingSince = now
 		}
 		if attempt >= sub.NumberOfRetries {
+			e.observe(OutcomeFailed, took)
 			return attempt + 1, err
 		}
+		e.observe(OutcomeRetried, took)
 		if !clock.Sleep(e.clock, e.backoff(attempt, retryAfter), ctx.Done()) {
 			return attempt + 1, errStopped
 		}
+	}
+}
+
+func (e *Engine) observe(outcome string, took time.Duration) {
+	if e.cfg.Observer != nil {
+		e.cfg.Observer.Delivery(outcome, took)
 	}
 }
 

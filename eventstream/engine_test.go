@@ -6,10 +6,12 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -230,7 +232,8 @@ func TestOutageDeadLettersAndRedelivery(t *testing.T) {
 		return http.StatusAccepted
 	})
 	sub := f.subscribe(tenantA, eventstream.Input{Endpoint: ptr(rcv.URL), EventTypes: []string{"10001"}, NumberOfRetries: ptr(1)})
-	f.engine(eventstream.EngineConfig{BaseBackoff: time.Second})
+	obs := &countingObserver{outcomes: map[string]int{}}
+	f.engine(eventstream.EngineConfig{BaseBackoff: time.Second, Observer: obs})
 	all := f.post(tenantA, "10001", 5)
 	f.drive(2, 100*time.Millisecond, func() bool { return rcv.count() >= 10 })
 	mu.set(&down, false)
@@ -275,6 +278,32 @@ func TestOutageDeadLettersAndRedelivery(t *testing.T) {
 	if !slices.Contains(f.sink.actions(), eventstream.ActionDeadLetter) {
 		t.Error("dead letters are not audited")
 	}
+	// Each event during the outage: one retried and one failed attempt,
+	// then a dead letter; every event delivered once in the end.
+	want := map[string]int{eventstream.OutcomeRetried: 5, eventstream.OutcomeFailed: 5, eventstream.OutcomeDelivered: 10, "dead letters": 5}
+	if diff := cmp.Diff(want, obs.snapshot()); diff != "" {
+		t.Errorf("observed deliveries (-want +got):\n%s", diff)
+	}
+}
+
+// countingObserver counts what the engine tells its Observer.
+type countingObserver struct {
+	mu       sync.Mutex
+	outcomes map[string]int
+}
+
+func (o *countingObserver) Delivery(outcome string, _ time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.outcomes[outcome]++
+}
+
+func (o *countingObserver) DeadLetter() { o.Delivery("dead letters", 0) }
+
+func (o *countingObserver) snapshot() map[string]int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return maps.Clone(o.outcomes)
 }
 
 // TestLongFailingEndpointIsPaused: an endpoint that fails for PauseAfter is

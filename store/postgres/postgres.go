@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"io/fs"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,10 +16,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/migrations"
 )
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFiles embed.FS
 
 // Store is a PostgreSQL-backed store for every area. It is safe for
 // concurrent use, and several Stores (in one process or many) may share one
@@ -99,41 +97,13 @@ func migrationLockKey(schema string) int64 {
 	return int64(h.Sum64())
 }
 
-type migration struct {
-	version int
-	name    string
-	body    string
-}
-
-func loadMigrations() ([]migration, error) {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return nil, err
-	}
-	sort.Strings(names)
-	var out []migration
-	for _, name := range names {
-		base := strings.TrimPrefix(name, "migrations/")
-		v, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
-		if err != nil {
-			return nil, fmt.Errorf("postgres: migration %s: bad version", name)
-		}
-		body, err := migrations.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, migration{v, base, string(body)})
-	}
-	return out, nil
-}
-
 // migrate applies the pending migrations in one transaction. The advisory
 // lock is taken first, so a second process blocks until the first commits
 // and then finds every migration applied; the schema and the
 // schema_migrations table are created under the same lock because their
 // IF NOT EXISTS forms race with each other in PostgreSQL.
 func (s *Store) migrate(ctx context.Context, schema string) error {
-	ms, err := loadMigrations()
+	ms, err := migrations.Load("postgres", migrationFiles, "migrations")
 	if err != nil {
 		return err
 	}
@@ -175,15 +145,15 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 			return err
 		}
 		for _, m := range ms {
-			if slices.Contains(applied, m.version) {
+			if slices.Contains(applied, m.Version) {
 				continue
 			}
 			// No arguments: pgx sends it over the simple protocol, which
 			// runs a file of several statements.
-			if _, err := tx.Exec(ctx, m.body); err != nil {
-				return fmt.Errorf("postgres: migration %s: %w", m.name, err)
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("postgres: migration %s: %w", m.Name, err)
 			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.version, m.name); err != nil {
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 				return err
 			}
 		}

@@ -214,10 +214,16 @@ func insertRaw(b *testing.B, tx *sql.Tx, tenant string, seq *int, first, n int) 
 // tenant (and the tenant id), built once and cached under os.TempDir keyed
 // by eventsSchemaVersion and n, so reruns skip the seeding.
 func seededEvents(b *testing.B, n int) (string, string) {
+	return seededLog(b, eventsSchemaVersion, "6f1d2c3b-0000-4000-8000-00000000e001", n)
+}
+
+// seededLog builds (once) and returns the path of a SQLite store whose
+// tenant holds n events made by insertRaw, 50 000 per transaction with
+// synchronous=OFF, cached under os.TempDir as <version>-<n>.db.
+func seededLog(b *testing.B, version, tenant string, n int) (string, string) {
 	b.Helper()
-	const tenant = "6f1d2c3b-0000-4000-8000-00000000e001"
 	dir := filepath.Join(os.TempDir(), "latchkey-bench")
-	path := filepath.Join(dir, fmt.Sprintf("%s-%d.db", eventsSchemaVersion, n))
+	path := filepath.Join(dir, fmt.Sprintf("%s-%d.db", version, n))
 	if _, err := os.Stat(path); err == nil {
 		return path, tenant
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -34,45 +32,7 @@ var seedStart = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // ten types (10000..10009, in turn) in one tenant, inserted 50 000 per
 // transaction with synchronous=OFF, cached under os.TempDir.
 func seededNotify(b *testing.B, n int) (string, string) {
-	b.Helper()
-	const tenant = "6f1d2c3b-0000-4000-8000-00000000d001"
-	dir := filepath.Join(os.TempDir(), "latchkey-bench")
-	path := filepath.Join(dir, fmt.Sprintf("%s-%d.db", notifySchemaVersion, n))
-	if _, err := os.Stat(path); err == nil {
-		return path, tenant
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	tmp := path + ".seeding"
-	os.Remove(tmp)
-	st, err := sqlite.Open(context.Background(), tmp, sqlite.Options{Synchronous: "OFF"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	st.Close()
-	db := openRaw(b, tmp, "OFF")
-	seq := 0
-	for first := 0; first < n; first += 50_000 {
-		tx, err := db.Begin()
-		if err != nil {
-			b.Fatal(err)
-		}
-		insertRaw(b, tx, tenant, &seq, first, min(50_000, n-first))
-		if err := tx.Commit(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
-		b.Fatal(err)
-	}
-	db.Close()
-	if err := os.Rename(tmp, path); err != nil {
-		b.Fatal(err)
-	}
-	os.Remove(tmp + "-wal")
-	os.Remove(tmp + "-shm")
-	return path, tenant
+	return seededLog(b, notifySchemaVersion, "6f1d2c3b-0000-4000-8000-00000000d001", n)
 }
 
 // benchTenants answers the one tenant of a seeded store, with a retention

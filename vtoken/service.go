@@ -529,20 +529,7 @@ func (s *Service) ResetPIN(ctx context.Context, p identity.Principal, r Ref, rol
 	if err := CheckPIN(role, pin); err != nil {
 		return fail(err)
 	}
-	hash, err := s.cfg.Hasher.Hash(ctx, canonicalPIN(role, pin))
-	if err != nil {
-		return fail(err)
-	}
-	now := s.now()
-	_, err = s.cfg.Store.UpdateToken(ctx, r.TenantID, r.UserID, r.TokenID, func(t *Token) error {
-		*t.pin(role) = PIN{Hash: hash}
-		t.UpdatedAt = now
-		return nil
-	})
-	if fault.Is(fault.NotFound, err) {
-		err = fault.E(fault.NotFound, "token not found", err)
-	}
-	return fail(err)
+	return fail(s.setPIN(ctx, r, role, pin))
 }
 
 // ChangePIN sets role's password to newPIN when current is its password.
@@ -575,9 +562,15 @@ func (s *Service) ChangePIN(ctx context.Context, p identity.Principal, r Ref, ro
 	if err := s.verifyPIN(ctx, p, r, t, role, canonicalPIN(role, cur)); err != nil {
 		return fail(err)
 	}
+	return fail(s.setPIN(ctx, r, role, pin))
+}
+
+// setPIN stores the argon2id hash of role's new password pin (which
+// passed CheckPIN), clearing its failure count and lock.
+func (s *Service) setPIN(ctx context.Context, r Ref, role, pin string) error {
 	hash, err := s.cfg.Hasher.Hash(ctx, canonicalPIN(role, pin))
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	now := s.now()
 	_, err = s.cfg.Store.UpdateToken(ctx, r.TenantID, r.UserID, r.TokenID, func(t *Token) error {
@@ -588,7 +581,7 @@ func (s *Service) ChangePIN(ctx context.Context, p identity.Principal, r Ref, ro
 	if fault.Is(fault.NotFound, err) {
 		err = fault.E(fault.NotFound, "token not found", err)
 	}
-	return fail(err)
+	return err
 }
 
 // verifyPIN checks pin against role's password of t, counting failures

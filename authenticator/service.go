@@ -285,11 +285,18 @@ func (s *Service) Import(ctx context.Context, p identity.Principal, ref Ref, req
 		return Authenticator{}, s.record(ctx, p, &t, ActionImport, err, meta)
 	}
 	a, recorded, err := s.importChecked(ctx, t, req, meta)
+	return s.created(ctx, p, &t, ActionImport, a, recorded, err, meta)
+}
+
+// created finishes an import or an inline registration: unless the store
+// already committed the audit record with the authenticator (recorded),
+// it records the outcome; on success it emits event 301.
+func (s *Service) created(ctx context.Context, p identity.Principal, t *target, action string, a Authenticator, recorded bool, err error, meta map[string]any) (Authenticator, error) {
 	if !recorded {
 		if err == nil {
 			meta = successMeta(meta, a)
 		}
-		if rerr := s.record(ctx, p, &t, ActionImport, err, meta); rerr != nil || err != nil {
+		if rerr := s.record(ctx, p, t, action, err, meta); rerr != nil || err != nil {
 			return Authenticator{}, rerr
 		}
 	} else if err != nil {

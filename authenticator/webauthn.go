@@ -243,18 +243,7 @@ func (s *Service) FinishRegistration(ctx context.Context, p identity.Principal, 
 		return Authenticator{}, s.record(ctx, p, &t, ActionRegister, err, meta)
 	}
 	a, recorded, err := s.finishRegistration(ctx, &t, credential, meta)
-	if !recorded {
-		if err == nil {
-			meta = successMeta(meta, a)
-		}
-		if rerr := s.record(ctx, p, &t, ActionRegister, err, meta); rerr != nil || err != nil {
-			return Authenticator{}, rerr
-		}
-	} else if err != nil {
-		return Authenticator{}, err
-	}
-	s.emit(ctx, a, "301", "", a.State)
-	return a, nil
+	return s.created(ctx, p, &t, ActionRegister, a, recorded, err, meta)
 }
 
 func (s *Service) finishRegistration(ctx context.Context, t *target, credential []byte, meta map[string]any) (Authenticator, bool, error) {

@@ -152,24 +152,30 @@ func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Aut
 	err := s.tx(ctx, func(tx pgx.Tx) error {
 		errs = make([]error, len(as))
 		b := &pgx.Batch{}
-		for i, a := range as {
-			b.Queue(`INSERT INTO authenticators (`+authnCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-				ON CONFLICT (tenant_id, id) DO NOTHING`,
-				a.TenantID, a.ID, a.UserID[:], a.Type, a.State, a.LastUsedAt, a.LastSuccessAt, a.CreatedAt, a.UpdatedAt, a.AAGUID,
-				a.FriendlyName, a.RPID, a.SignCount, a.COSEAlg, a.Provenance, a.PublicKey, a.AttestationFormat, a.AttestationType).
-				Exec(func(tag pgconn.CommandTag) error {
-					if tag.RowsAffected() == 0 {
-						errs[i] = fault.E(fault.Conflict, "authenticator exists")
-					}
-					return nil
-				})
-		}
+		queueAuthenticatorInserts(b, as, errs)
 		return tx.SendBatch(ctx, b).Close()
 	})
 	if err != nil {
 		return nil, err
 	}
 	return errs, nil
+}
+
+// queueAuthenticatorInserts queues the insert of each of as; errs[i] is
+// set to fault.Conflict when as[i]'s id is already in its tenant.
+func queueAuthenticatorInserts(b *pgx.Batch, as []authenticator.Authenticator, errs []error) {
+	for i, a := range as {
+		b.Queue(`INSERT INTO authenticators (`+authnCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+			ON CONFLICT (tenant_id, id) DO NOTHING`,
+			a.TenantID, a.ID, a.UserID[:], a.Type, a.State, a.LastUsedAt, a.LastSuccessAt, a.CreatedAt, a.UpdatedAt, a.AAGUID,
+			a.FriendlyName, a.RPID, a.SignCount, a.COSEAlg, a.Provenance, a.PublicKey, a.AttestationFormat, a.AttestationType).
+			Exec(func(tag pgconn.CommandTag) error {
+				if tag.RowsAffected() == 0 {
+					errs[i] = fault.E(fault.Conflict, "authenticator exists")
+				}
+				return nil
+			})
+	}
 }
 
 var _ authenticator.AuditedBatchStore = (*Store)(nil)
@@ -200,18 +206,7 @@ func (s *Store) CreateAuthenticatorsAudited(ctx context.Context, as []authentica
 	var errs []error
 	err = s.pipelinedTx(ctx, func(b *pgx.Batch) {
 		errs = make([]error, len(as))
-		for i, a := range as {
-			b.Queue(`INSERT INTO authenticators (`+authnCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-				ON CONFLICT (tenant_id, id) DO NOTHING`,
-				a.TenantID, a.ID, a.UserID[:], a.Type, a.State, a.LastUsedAt, a.LastSuccessAt, a.CreatedAt, a.UpdatedAt, a.AAGUID,
-				a.FriendlyName, a.RPID, a.SignCount, a.COSEAlg, a.Provenance, a.PublicKey, a.AttestationFormat, a.AttestationType).
-				Exec(func(tag pgconn.CommandTag) error {
-					if tag.RowsAffected() == 0 {
-						errs[i] = fault.E(fault.Conflict, "authenticator exists")
-					}
-					return nil
-				})
-		}
+		queueAuthenticatorInserts(b, as, errs)
 		full.lock(b)
 	}, func(b *pgx.Batch) {
 		chosen := &auditAppend{tenants: full.tenants, heads: full.heads}

@@ -267,19 +267,30 @@ func (ks *KeySet) PublicKeys() map[string]*ecdsa.PublicKey {
 
 // tokenCache remembers verified tokens until they expire. It is bounded:
 // when full it drops expired entries, then everything, which only costs a
-// re-verification.
+// re-verification. Entries are keyed by the SHA-256 of the kind and the
+// token, so that a full cache holds tokenCacheSize small keys rather than
+// as many whole JWTs (the soak test of R9 showed a cache of whole tokens
+// swing the heap by tens of MiB under a workload of fresh tokens).
 type tokenCache struct {
 	mu sync.Mutex
-	m  map[string]*Claims
+	m  map[[sha256.Size]byte]*Claims
 }
 
-const tokenCacheSize = 50_000
+// tokenCacheSize bounds the cache: enough for every client of a busy
+// process to keep its token verified once per lifetime, small enough that
+// a stream of single-use tokens cannot hold much memory.
+const tokenCacheSize = 20_000
 
-func (tc *tokenCache) init() { tc.m = make(map[string]*Claims) }
+func (tc *tokenCache) init() { tc.m = make(map[[sha256.Size]byte]*Claims) }
+
+func cacheKey(token, aud string) [sha256.Size]byte {
+	return sha256.Sum256([]byte(aud + " " + token))
+}
 
 func (tc *tokenCache) get(token, aud string, now time.Time) (*Claims, bool) {
+	k := cacheKey(token, aud)
 	tc.mu.Lock()
-	c, ok := tc.m[aud+" "+token]
+	c, ok := tc.m[k]
 	tc.mu.Unlock()
 	if !ok || !now.Before(c.ExpiresAt.Time) || now.Before(c.IssuedAt.Time) {
 		return nil, false
@@ -288,6 +299,7 @@ func (tc *tokenCache) get(token, aud string, now time.Time) (*Claims, bool) {
 }
 
 func (tc *tokenCache) put(token, aud string, c *Claims, now time.Time) {
+	k := cacheKey(token, aud)
 	tc.mu.Lock()
 	defer tc.mu.Unlock()
 	if len(tc.m) >= tokenCacheSize {
@@ -300,5 +312,5 @@ func (tc *tokenCache) put(token, aud string, c *Claims, now time.Time) {
 			clear(tc.m)
 		}
 	}
-	tc.m[aud+" "+token] = c
+	tc.m[k] = c
 }

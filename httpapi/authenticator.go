@@ -131,6 +131,10 @@ func (s *Server) pageLinks(r *http.Request, pg authenticator.Page) map[string]st
 				q[k] = v
 			}
 		}
+		// The format may have come in the header; a link must stand alone.
+		if f := authnRef(r).Format; f != "" {
+			q.Set(objectIDFormatName, f)
+		}
 		q.Set("pageIndex", strconv.Itoa(idx))
 		q.Set("pageSize", strconv.Itoa(pg.PageSize))
 		return s.opts.PublicURL + r.URL.EscapedPath() + "?" + q.Encode()

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -36,6 +37,18 @@ func TestAuthenticatorHTTP(t *testing.T) {
 		}
 		if r := e.Do("GET", hexPath+"?Object-Id-Format=hex", nil, key); r.Status != 200 {
 			t.Errorf("list by query format: %d %s", r.Status, r.Body)
+		}
+		// The links of a list read with the format in the header carry it,
+		// so following one without the header still reads the id as hex.
+		l := e.Do("GET", hexPath, nil, key, "Object-Id-Format: hex")
+		links, _ := l.JSON()["links"].(map[string]any)
+		self, _ := links["self"].(string)
+		lu, err := url.Parse(self)
+		if l.Status != 200 || err != nil || lu.Query().Get("Object-Id-Format") != "hex" {
+			t.Fatalf("list with the header: %d links %v", l.Status, links)
+		}
+		if r := e.Do("GET", lu.RequestURI(), nil, key); r.Status != 200 {
+			t.Errorf("following links.self without the header: %d %s", r.Status, r.Body)
 		}
 		r := e.Do("GET", hexPath, nil, key) // hex read as base64
 		if r.Status != 400 || r.JSON()["detail"] != authenticator.MsgUserIDFormat {

@@ -59,6 +59,27 @@ func TestAuthenticatorHTTP(t *testing.T) {
 			t.Errorf("bad format: %d %s", r.Status, r.Body)
 		}
 	})
+	t.Run("empty path parameters", func(t *testing.T) {
+		p := "/api/v1/tenants/" + tn.Code + "/users/" + userID + "/authenticators"
+		for _, tt := range []struct{ method, path, msg string }{
+			{"GET", "/api/v1/tenants//users/" + userID + "/authenticators", authenticator.MsgTenantCodeEmpty},
+			{"POST", "/api/v1/tenants//users/" + userID + "/authenticators", authenticator.MsgTenantCodeEmpty},
+			{"GET", "/api/v1/tenants/" + tn.Code + "/users//authenticators", authenticator.MsgUserIDEmpty},
+			{"DELETE", "/api/v1/tenants/" + tn.Code + "/users//authenticators/abc", authenticator.MsgUserIDEmpty},
+			{"GET", p + "/", authenticator.MsgAuthenticatorIDEmpty},
+			{"PATCH", p + "/", authenticator.MsgAuthenticatorIDEmpty},
+			{"DELETE", p + "/", authenticator.MsgAuthenticatorIDEmpty},
+		} {
+			r := e.Do(tt.method, tt.path, map[string]any{"state": "active"}, key)
+			if r.Status != 400 || r.JSON()["detail"] != tt.msg {
+				t.Errorf("%s %s: %d %s, want 400 %q", tt.method, tt.path, r.Status, r.Body, tt.msg)
+			}
+		}
+		// The API key is still checked first.
+		if r := e.Do("GET", "/api/v1/tenants//users/"+userID+"/authenticators", nil); r.Status != 401 {
+			t.Errorf("empty tenant code without a key: %d %s", r.Status, r.Body)
+		}
+	})
 	t.Run("validation body", func(t *testing.T) {
 		r := e.Do("GET", "/api/v1/tenants/"+tn.Code+"/users/"+userID+"/authenticators?pageIndex=x", nil, key)
 		want := map[string]any{"pageIndex": []any{"The value 'x' is not valid."}}

@@ -300,9 +300,23 @@ func (s *Server) attestationOptions(w http.ResponseWriter, r *http.Request) erro
 		DisplayName            string                          `json:"displayName"`
 		AuthenticatorSelection protocol.AuthenticatorSelection `json:"authenticatorSelection"`
 		Attestation            string                          `json:"attestation"`
+		// UserVerification at the top level, as API.md says options
+		// requests carry it; the conformance API's place is
+		// authenticatorSelection. Ignoring it would silently turn a
+		// requested "required" into the default "preferred".
+		UserVerification string `json:"userVerification"`
 	}
 	if err := decodeJSON(r, &body); err != nil {
 		return err
+	}
+	if uv := protocol.UserVerificationRequirement(body.UserVerification); uv != "" {
+		switch body.AuthenticatorSelection.UserVerification {
+		case "":
+			body.AuthenticatorSelection.UserVerification = uv
+		case uv:
+		default:
+			return fault.E(fault.Invalid, fault.Field("userVerification"), "userVerification and authenticatorSelection.userVerification differ.")
+		}
 	}
 	opts, err := s.p.Authenticators.BeginRegistration(r.Context(), principal(r), r.PathValue("tenantCode"), authenticator.RegistrationRequest{
 		Username: body.Username, DisplayName: body.DisplayName, AuthenticatorSelection: body.AuthenticatorSelection, Attestation: body.Attestation,

@@ -80,6 +80,22 @@ func TestAuthenticatorHTTP(t *testing.T) {
 			t.Errorf("empty tenant code without a key: %d %s", r.Status, r.Body)
 		}
 	})
+	t.Run("attestation options userVerification at the top level", func(t *testing.T) {
+		wa := "/api/v1/tenants/" + tn.Code + "/webauthn/attestation/options"
+		r := e.Do("POST", wa, map[string]any{"username": "dave", "userVerification": "required"}, key)
+		sel, _ := r.JSON()["authenticatorSelection"].(map[string]any)
+		if r.Status != 200 || sel["userVerification"] != "required" {
+			t.Errorf("required at the top level: %d %s", r.Status, r.Body)
+		}
+		for _, b := range []map[string]any{
+			{"username": "dave", "userVerification": "bogus"},
+			{"username": "dave", "userVerification": "required", "authenticatorSelection": map[string]any{"userVerification": "discouraged"}},
+		} {
+			if r := e.Do("POST", wa, b, key); r.Status != 400 || r.JSON()["status"] != "failed" {
+				t.Errorf("%v: %d %s", b, r.Status, r.Body)
+			}
+		}
+	})
 	t.Run("validation body", func(t *testing.T) {
 		r := e.Do("GET", "/api/v1/tenants/"+tn.Code+"/users/"+userID+"/authenticators?pageIndex=x", nil, key)
 		want := map[string]any{"pageIndex": []any{"The value 'x' is not valid."}}

@@ -32,6 +32,38 @@ func (s *Server) registerAuthenticators() {
 	s.registerWebAuthn()
 }
 
+// blankEmptyAuthnSegments presents an empty tenantCode, userId or
+// authenticatorId segment of an area C path ("/tenants//users/...",
+// ".../authenticators/") as a single space. ServeMux would otherwise
+// redirect the first (307, it cleans "//") and not match the second (404
+// in the platform shape), while the spec answers both with 400 "... cannot
+// be null or empty."; a blank segment reaches the handlers, which say so
+// after the API key check like for any other request.
+func (s *Server) blankEmptyAuthnSegments(r *http.Request) *http.Request {
+	rest, ok := strings.CutPrefix(r.URL.Path, s.opts.AuthenticatorURL+"/api/v1/tenants/")
+	if !ok || !strings.Contains("/"+rest+"/", "//") {
+		return r
+	}
+	parts := strings.Split(rest, "/")
+	params := []int{0} // indexes of the path parameters in parts
+	switch {
+	case (len(parts) == 4 || len(parts) == 5) && parts[1] == "users" && parts[3] == "authenticators":
+		params = append(params, 2, 4)
+	case len(parts) == 4 && parts[1] == "webauthn":
+	default:
+		return r
+	}
+	for _, i := range params {
+		if i < len(parts) && parts[i] == "" {
+			parts[i] = " "
+		}
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = s.opts.AuthenticatorURL + "/api/v1/tenants/" + strings.Join(parts, "/")
+	r2.URL.RawPath = ""
+	return r2
+}
+
 // authnRef reads the tenant code, user id and Object-Id-Format (header
 // first, else query) of a request.
 func authnRef(r *http.Request) authenticator.Ref {
@@ -130,6 +162,10 @@ func (s *Server) pageLinks(r *http.Request, pg authenticator.Page) map[string]st
 			if k != "pageIndex" && k != "pageSize" {
 				q[k] = v
 			}
+		}
+		// The format may have come in the header; a link must stand alone.
+		if f := authnRef(r).Format; f != "" {
+			q.Set(objectIDFormatName, f)
 		}
 		q.Set("pageIndex", strconv.Itoa(idx))
 		q.Set("pageSize", strconv.Itoa(pg.PageSize))
@@ -264,9 +300,23 @@ func (s *Server) attestationOptions(w http.ResponseWriter, r *http.Request) erro
 		DisplayName            string                          `json:"displayName"`
 		AuthenticatorSelection protocol.AuthenticatorSelection `json:"authenticatorSelection"`
 		Attestation            string                          `json:"attestation"`
+		// UserVerification at the top level, as API.md says options
+		// requests carry it; the conformance API's place is
+		// authenticatorSelection. Ignoring it would silently turn a
+		// requested "required" into the default "preferred".
+		UserVerification string `json:"userVerification"`
 	}
 	if err := decodeJSON(r, &body); err != nil {
 		return err
+	}
+	if uv := protocol.UserVerificationRequirement(body.UserVerification); uv != "" {
+		switch body.AuthenticatorSelection.UserVerification {
+		case "":
+			body.AuthenticatorSelection.UserVerification = uv
+		case uv:
+		default:
+			return fault.E(fault.Invalid, fault.Field("userVerification"), "userVerification and authenticatorSelection.userVerification differ.")
+		}
 	}
 	opts, err := s.p.Authenticators.BeginRegistration(r.Context(), principal(r), r.PathValue("tenantCode"), authenticator.RegistrationRequest{
 		Username: body.Username, DisplayName: body.DisplayName, AuthenticatorSelection: body.AuthenticatorSelection, Attestation: body.Attestation,

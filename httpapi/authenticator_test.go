@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/url"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,6 +38,18 @@ func TestAuthenticatorHTTP(t *testing.T) {
 		if r := e.Do("GET", hexPath+"?Object-Id-Format=hex", nil, key); r.Status != 200 {
 			t.Errorf("list by query format: %d %s", r.Status, r.Body)
 		}
+		// The links of a list read with the format in the header carry it,
+		// so following one without the header still reads the id as hex.
+		l := e.Do("GET", hexPath, nil, key, "Object-Id-Format: hex")
+		links, _ := l.JSON()["links"].(map[string]any)
+		self, _ := links["self"].(string)
+		lu, err := url.Parse(self)
+		if l.Status != 200 || err != nil || lu.Query().Get("Object-Id-Format") != "hex" {
+			t.Fatalf("list with the header: %d links %v", l.Status, links)
+		}
+		if r := e.Do("GET", lu.RequestURI(), nil, key); r.Status != 200 {
+			t.Errorf("following links.self without the header: %d %s", r.Status, r.Body)
+		}
 		r := e.Do("GET", hexPath, nil, key) // hex read as base64
 		if r.Status != 400 || r.JSON()["detail"] != authenticator.MsgUserIDFormat {
 			t.Errorf("hex id without the format: %d %s", r.Status, r.Body)
@@ -44,6 +57,43 @@ func TestAuthenticatorHTTP(t *testing.T) {
 		r = e.Do("GET", hexPath, nil, key, "Object-Id-Format: octal")
 		if r.Status != 400 || r.JSON()["detail"] != authenticator.MsgObjectIDFormat {
 			t.Errorf("bad format: %d %s", r.Status, r.Body)
+		}
+	})
+	t.Run("empty path parameters", func(t *testing.T) {
+		p := "/api/v1/tenants/" + tn.Code + "/users/" + userID + "/authenticators"
+		for _, tt := range []struct{ method, path, msg string }{
+			{"GET", "/api/v1/tenants//users/" + userID + "/authenticators", authenticator.MsgTenantCodeEmpty},
+			{"POST", "/api/v1/tenants//users/" + userID + "/authenticators", authenticator.MsgTenantCodeEmpty},
+			{"GET", "/api/v1/tenants/" + tn.Code + "/users//authenticators", authenticator.MsgUserIDEmpty},
+			{"DELETE", "/api/v1/tenants/" + tn.Code + "/users//authenticators/abc", authenticator.MsgUserIDEmpty},
+			{"GET", p + "/", authenticator.MsgAuthenticatorIDEmpty},
+			{"PATCH", p + "/", authenticator.MsgAuthenticatorIDEmpty},
+			{"DELETE", p + "/", authenticator.MsgAuthenticatorIDEmpty},
+		} {
+			r := e.Do(tt.method, tt.path, map[string]any{"state": "active"}, key)
+			if r.Status != 400 || r.JSON()["detail"] != tt.msg {
+				t.Errorf("%s %s: %d %s, want 400 %q", tt.method, tt.path, r.Status, r.Body, tt.msg)
+			}
+		}
+		// The API key is still checked first.
+		if r := e.Do("GET", "/api/v1/tenants//users/"+userID+"/authenticators", nil); r.Status != 401 {
+			t.Errorf("empty tenant code without a key: %d %s", r.Status, r.Body)
+		}
+	})
+	t.Run("attestation options userVerification at the top level", func(t *testing.T) {
+		wa := "/api/v1/tenants/" + tn.Code + "/webauthn/attestation/options"
+		r := e.Do("POST", wa, map[string]any{"username": "dave", "userVerification": "required"}, key)
+		sel, _ := r.JSON()["authenticatorSelection"].(map[string]any)
+		if r.Status != 200 || sel["userVerification"] != "required" {
+			t.Errorf("required at the top level: %d %s", r.Status, r.Body)
+		}
+		for _, b := range []map[string]any{
+			{"username": "dave", "userVerification": "bogus"},
+			{"username": "dave", "userVerification": "required", "authenticatorSelection": map[string]any{"userVerification": "discouraged"}},
+		} {
+			if r := e.Do("POST", wa, b, key); r.Status != 400 || r.JSON()["status"] != "failed" {
+				t.Errorf("%v: %d %s", b, r.Status, r.Body)
+			}
 		}
 	})
 	t.Run("validation body", func(t *testing.T) {

@@ -144,6 +144,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Trace-Id", traceID)
 	ctx := audit.WithTraceID(r.Context(), traceID)
 	r = r.WithContext(ctx)
+	r = s.blankEmptyAuthnSegments(r)
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {

@@ -552,6 +552,11 @@ func (s *Service) ChangePIN(ctx context.Context, p identity.Principal, r Ref, ro
 	if err != nil {
 		return fail(err)
 	}
+	// A missing current password is the client's mistake, not a guess:
+	// it must not count towards the lockout nor read as a wrong password.
+	if cur == "" {
+		return fail(fault.E(fault.Invalid, fault.Field("currentPassword"), "the current "+role+" password is required (header X-VirtualToken-CurrentPassword)"))
+	}
 	pin, err := s.decrypt(ctx, r.TenantID, newPIN, "password")
 	if err != nil {
 		return fail(err)

@@ -387,6 +387,18 @@ func TestPINs(t *testing.T) {
 	if err := change("reset-pin-1", "x-pin-1234"); err != nil {
 		t.Errorf("after reset: %v", err)
 	}
+	// A missing current password is a 400 of its own and is not counted
+	// towards the lockout: MaxPINFailures of them leave the role unlocked.
+	for range vtoken.MaxPINFailures {
+		err := change("", "y-pin-1234")
+		wantKind(t, "no current password", err, fault.Invalid)
+		if !strings.Contains(fault.MessageOf(err), "required") {
+			t.Errorf("no current password message = %q", fault.MessageOf(err))
+		}
+	}
+	if err := change("x-pin-1234", "y-pin-1234"); err != nil {
+		t.Errorf("after missing current passwords: %v", err)
+	}
 	// ChangePin needs a password to have been set.
 	tok2 := f.newToken(t, vtoken.V1)
 	err = f.svc.ChangePIN(ctx, f.key, f.ref(tok2), vtoken.RoleUser, vtoken.PINInput{Text: "whatever-1"}, vtoken.PINInput{Text: "new-pin-123"})

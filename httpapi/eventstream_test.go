@@ -95,6 +95,13 @@ func TestEventStreamRoutes(t *testing.T) {
 			if r.Status != 400 {
 				t.Errorf("PATCH id: %d %s", r.Status, r.Body)
 			}
+			// A body that is not a JSON object is refused, null included
+			// (it must not pass as an empty update).
+			for _, bad := range []string{"null", "[]", "7"} {
+				if r = e.Do("PATCH", base+"/subscriptions/"+id, bad, hdr...); r.Status != 400 {
+					t.Errorf("PATCH %s: %d %s", bad, r.Status, r.Body)
+				}
+			}
 			env = s.envelope(t, e.Do("PATCH", base+"/subscriptions/"+id, map[string]any{"maxPerSecond": 7, "numberOfRetries": 0}, hdr...), 200)
 			json.Unmarshal(env.Config, &cfg)
 			if cfg["maxPerSecond"] != 7.0 || cfg["numberOfRetries"] != 0.0 {

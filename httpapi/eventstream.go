@@ -301,6 +301,11 @@ func (s *Server) redeliverDeadLetters(w http.ResponseWriter, r *http.Request) er
 			if err := unmarshalJSON(b, &in); err != nil {
 				return err
 			}
+			// The store reads no ids as every letter; an explicit empty
+			// list names none, so it is refused rather than widened.
+			if in.IDs != nil && len(in.IDs) == 0 {
+				return fault.E(fault.Invalid, fault.Field("ids"), "ids must hold at least one dead letter id; send no ids to redeliver every letter")
+			}
 		}
 	}
 	n, err := s.p.EventStream.Redeliver(r.Context(), principal(r), r.PathValue("subscriptionId"), in.IDs)

@@ -130,6 +130,11 @@ func TestEventStreamRoutes(t *testing.T) {
 			if r.Status != 202 {
 				t.Errorf("redeliver: %d %s", r.Status, r.Body)
 			}
+			// An empty list of ids names no letter: it must not mean "every
+			// letter", which only a request without ids asks for.
+			if r = e.Do("POST", base+"/subscriptions/"+id+"/dead-letters/redeliver", `{"ids":[]}`, hdr...); r.Status != 400 {
+				t.Errorf("redeliver ids []: %d %s", r.Status, r.Body)
+			}
 			if r = e.Do("DELETE", base+"/subscriptions/"+id, nil, hdr...); r.Status != 204 {
 				t.Errorf("delete: %d %s", r.Status, r.Body)
 			}

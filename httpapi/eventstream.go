@@ -193,11 +193,16 @@ func (s *Server) updateStreamSub(w http.ResponseWriter, r *http.Request) error {
 	if err := streamTenant(r); err != nil {
 		return err
 	}
-	var in eventstream.Input
+	// Decoded through a pointer so that a body of null, which would leave
+	// a value untouched, is refused rather than taken as an empty update.
+	var in *eventstream.Input
 	if err := decodeJSON(r, &in); err != nil {
 		return err
 	}
-	v, err := s.p.EventStream.Update(r.Context(), principal(r), r.PathValue("subscriptionId"), in)
+	if in == nil {
+		return fault.E(fault.Invalid, fault.Field("body"), "field body must be of type object")
+	}
+	v, err := s.p.EventStream.Update(r.Context(), principal(r), r.PathValue("subscriptionId"), *in)
 	if err != nil {
 		return err
 	}
@@ -295,6 +300,11 @@ func (s *Server) redeliverDeadLetters(w http.ResponseWriter, r *http.Request) er
 		if len(strings.TrimSpace(string(b))) > 0 {
 			if err := unmarshalJSON(b, &in); err != nil {
 				return err
+			}
+			// The store reads no ids as every letter; an explicit empty
+			// list names none, so it is refused rather than widened.
+			if in.IDs != nil && len(in.IDs) == 0 {
+				return fault.E(fault.Invalid, fault.Field("ids"), "ids must hold at least one dead letter id; send no ids to redeliver every letter")
 			}
 		}
 	}

@@ -95,6 +95,13 @@ func TestEventStreamRoutes(t *testing.T) {
 			if r.Status != 400 {
 				t.Errorf("PATCH id: %d %s", r.Status, r.Body)
 			}
+			// A body that is not a JSON object is refused, null included
+			// (it must not pass as an empty update).
+			for _, bad := range []string{"null", "[]", "7"} {
+				if r = e.Do("PATCH", base+"/subscriptions/"+id, bad, hdr...); r.Status != 400 {
+					t.Errorf("PATCH %s: %d %s", bad, r.Status, r.Body)
+				}
+			}
 			env = s.envelope(t, e.Do("PATCH", base+"/subscriptions/"+id, map[string]any{"maxPerSecond": 7, "numberOfRetries": 0}, hdr...), 200)
 			json.Unmarshal(env.Config, &cfg)
 			if cfg["maxPerSecond"] != 7.0 || cfg["numberOfRetries"] != 0.0 {
@@ -122,6 +129,11 @@ func TestEventStreamRoutes(t *testing.T) {
 			r = e.Do("POST", base+"/subscriptions/"+id+"/dead-letters/redeliver", nil, hdr...)
 			if r.Status != 202 {
 				t.Errorf("redeliver: %d %s", r.Status, r.Body)
+			}
+			// An empty list of ids names no letter: it must not mean "every
+			// letter", which only a request without ids asks for.
+			if r = e.Do("POST", base+"/subscriptions/"+id+"/dead-letters/redeliver", `{"ids":[]}`, hdr...); r.Status != 400 {
+				t.Errorf("redeliver ids []: %d %s", r.Status, r.Body)
 			}
 			if r = e.Do("DELETE", base+"/subscriptions/"+id, nil, hdr...); r.Status != 204 {
 				t.Errorf("delete: %d %s", r.Status, r.Body)

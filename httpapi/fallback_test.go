@@ -11,7 +11,8 @@ import (
 )
 
 // Requests no route matches are answered in JSON, never the mux's plain
-// text: unknown paths 404 in the platform shape, known paths with a wrong
+// text: unknown paths 404 in the shape of the area whose base URL they
+// fall under (the platform shape elsewhere), known paths with a wrong
 // method 405 with Allow, in the shape of the area serving the path.
 func TestUnknownPathsAndMethodsAnswerJSON(t *testing.T) {
 	e := latchkeytest.New(t)
@@ -23,6 +24,14 @@ func TestUnknownPathsAndMethodsAnswerJSON(t *testing.T) {
 	}{
 		{"GET", "/nope", 404, "", map[string]any{"code": float64(404), "codeDesc": "NOT_FOUND", "message": "no such resource: /nope"}},
 		{"GET", "/api/v1/admin", 404, "", map[string]any{"code": float64(404), "codeDesc": "NOT_FOUND", "message": "no such resource: /api/v1/admin"}},
+		// Under an area's base URL an unknown path answers in that area's
+		// shape: API.md gives notification errors as {code, description}.
+		{"GET", "/notification/v1/nope", 404, "", map[string]any{"code": "NOT_FOUND", "description": "no such resource: /notification/v1/nope"}},
+		{"GET", "/notification/v1/subscriptions/", 404, "", map[string]any{"code": "NOT_FOUND", "description": "no such resource: /notification/v1/subscriptions/"}},
+		{"GET", "/eventstream/v1/nope", 404, "", map[string]any{"title": "Not Found", "status": float64(404), "detail": "no such resource: /eventstream/v1/nope"}},
+		{"GET", "/audit/v1/nope", 404, "", map[string]any{"title": "Not Found", "status": float64(404), "detail": "no such resource: /audit/v1/nope"}},
+		{"GET", "/events/v1/nope", 404, "", map[string]any{"title": "Not Found", "status": float64(404), "detail": "no such resource: /events/v1/nope"}},
+		{"GET", "/notificationx", 404, "", map[string]any{"code": float64(404), "codeDesc": "NOT_FOUND", "message": "no such resource: /notificationx"}},
 		{"PUT", "/healthz", 405, "GET, HEAD", map[string]any{"code": float64(405), "codeDesc": "METHOD_NOT_ALLOWED", "message": "PUT is not allowed here; use GET, HEAD"}},
 		{"GET", "/api/v1/auth/tokens/", 405, "POST", map[string]any{"code": float64(405), "codeDesc": "METHOD_NOT_ALLOWED", "message": "GET is not allowed here; use POST"}},
 		{"GET", "/api/v1/client-management/clients/", 405, "POST", map[string]any{"code": float64(405), "codeDesc": "METHOD_NOT_ALLOWED", "message": "GET is not allowed here; use POST"}},

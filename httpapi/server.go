@@ -114,6 +114,7 @@ var probeMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"}
 // fallback answers the requests no route matches, in JSON rather than the
 // mux's plain text: a path that some route serves with other methods is 405
 // with Allow, in the error shape of that route's area; any other path is 404
+// in the shape of the area whose base URL it falls under (areaStyle), else
 // in the platform shape. It is registered on "/" and is not a Route.
 func (s *Server) fallback(w http.ResponseWriter, r *http.Request) {
 	var allow []string
@@ -127,11 +128,30 @@ func (s *Server) fallback(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if len(allow) == 0 {
-		s.writeProblem(w, r, stylePlatform, http.StatusNotFound, codeOf[fault.NotFound], "invalid_request", "", "no such resource: "+r.URL.Path)
+		s.writeProblem(w, r, s.areaStyle(r.URL.Path), http.StatusNotFound, codeOf[fault.NotFound], "invalid_request", "", "no such resource: "+r.URL.Path)
 		return
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	s.writeProblem(w, r, st, http.StatusMethodNotAllowed, "METHOD_NOT_ALLOWED", "invalid_request", "", r.Method+" is not allowed here; use "+strings.Join(allow, ", "))
+}
+
+// areaStyle is the error style of the area whose base URL (one of those
+// mounted below the root) prefixes path, so that a client of that area
+// parses a 404 for a wrong path in the shape API.md gives the area, e.g.
+// {code, description} under {notification_url}; stylePlatform otherwise.
+func (s *Server) areaStyle(path string) style {
+	for _, base := range []string{s.opts.NotificationURL, s.opts.EventStreamURL, s.opts.AuditURL, s.opts.EventsURL} {
+		base = strings.TrimSuffix(base, "/")
+		if base == "" || !strings.HasPrefix(path, base+"/") {
+			continue
+		}
+		for pattern, st := range s.styles {
+			if strings.HasPrefix(pattern, base+"/") {
+				return st
+			}
+		}
+	}
+	return stylePlatform
 }
 
 // Routes returns every registered route.

@@ -338,7 +338,7 @@ func (e *Engine) round(ctx context.Context, sub Subscription, lim *bucket) (bool
 		}
 	}
 	for _, ev := range evs {
-		id := webhookID(ev)
+		id := webhookID(sub, ev)
 		body, err := e.cloudEvent(sub, ev)
 		if err != nil {
 			return stopped(err)
@@ -383,9 +383,11 @@ func (e *Engine) audit(ctx context.Context, sub Subscription, action string, met
 	}
 }
 
-// webhookID is the message id of an event's delivery: stable across
-// retries, redeliveries and processes, so receivers can deduplicate.
-func webhookID(ev events.Event) string { return "msg_" + ev.ID }
+// webhookID is the message id of an event's delivery to one subscription:
+// stable across retries, redeliveries and processes, so receivers can
+// deduplicate, and distinct for each subscription (Standard Webhooks: one
+// id per message), so a receiver behind two subscriptions keeps both.
+func webhookID(sub Subscription, ev events.Event) string { return "msg_" + sub.ID + "_" + ev.ID }
 
 // cloudEventJSON is a CloudEvents 1.0 JSON document (structured mode);
 // subscriptionid is an extension attribute.

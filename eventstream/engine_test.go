@@ -88,7 +88,7 @@ func TestDeliveryInOrderSignedCloudEvents(t *testing.T) {
 		if err := verifyStandardWebhook(whsec, d.Header, d.Body, d.At); err != nil {
 			t.Errorf("signature of %s: %v", d.EventID, err)
 		}
-		if d.Header.Get("webhook-id") != "msg_"+d.EventID {
+		if d.Header.Get("webhook-id") != "msg_"+sub.ID+"_"+d.EventID {
 			t.Errorf("webhook-id %q for event %s", d.Header.Get("webhook-id"), d.EventID)
 		}
 		if ct := d.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/cloudevents+json") {
@@ -138,6 +138,10 @@ func TestAuthHeaders(t *testing.T) {
 	if diff := cmp.Diff(want, auths); diff != "" {
 		t.Errorf("Authorization headers (-want +got):\n%s", diff)
 	}
+	// One event, two subscriptions: two messages, so two webhook-ids.
+	if got := rcv.all(); got[0].Header.Get("webhook-id") == got[1].Header.Get("webhook-id") {
+		t.Errorf("both subscriptions' deliveries carry webhook-id %q", got[0].Header.Get("webhook-id"))
+	}
 }
 
 // TestRateLimit: with the fake clock, deliveries of a subscription never
@@ -180,7 +184,7 @@ func TestRetriesHonourRetryAfterWithStableID(t *testing.T) {
 		}
 		return http.StatusOK
 	})
-	f.subscribe(tenantA, eventstream.Input{Endpoint: ptr(rcv.URL), EventTypes: []string{"10001"}, NumberOfRetries: ptr(3)})
+	sub := f.subscribe(tenantA, eventstream.Input{Endpoint: ptr(rcv.URL), EventTypes: []string{"10001"}, NumberOfRetries: ptr(3)})
 	ids := f.post(tenantA, "10001", 1)
 	f.engine(eventstream.EngineConfig{BaseBackoff: time.Second})
 	f.drive(2, 100*time.Millisecond, func() bool { return len(rcv.succeeded()) == 1 })
@@ -189,7 +193,7 @@ func TestRetriesHonourRetryAfterWithStableID(t *testing.T) {
 		t.Fatalf("%d attempts, want 3", len(got))
 	}
 	for i, d := range got {
-		if d.Header.Get("webhook-id") != "msg_"+ids[0] {
+		if d.Header.Get("webhook-id") != "msg_"+sub.ID+"_"+ids[0] {
 			t.Errorf("attempt %d webhook-id %q", i, d.Header.Get("webhook-id"))
 		}
 		if i > 0 {

@@ -125,9 +125,16 @@ func eventWhere(tenantID string, q events.Query) (from, where string, args []any
 		args = append(args, tenantID)
 	}
 	if q.Filter != nil {
-		for _, c := range events.IndexConds(q.Filter) {
-			conds = append(conds, "e."+c.Column+" "+c.Op+" ?")
-			args = append(args, c.Value)
+		// The plain type and time comparisons steer the planner to the
+		// type and time indexes. With a user the walk of that user's
+		// event_users rows is the one to take (a user has few events of
+		// the log, a type many): the comparisons are left out so that
+		// the planner cannot prefer a type index walk over the whole log.
+		if q.UserID == "" {
+			for _, c := range events.IndexConds(q.Filter) {
+				conds = append(conds, "e."+c.Column+" "+c.Op+" ?")
+				args = append(args, c.Value)
+			}
 		}
 		cols := make(map[string]string, len(events.Columns))
 		for p, c := range events.Columns {

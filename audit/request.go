@@ -154,7 +154,13 @@ func parseRequestTime(raw json.RawMessage) (time.Time, string) {
 	}
 	for _, layout := range [...]string{time.RFC3339Nano, "2006-01-02 15:04:05", "2006-01-02 15:04:05 UTC"} {
 		if t, err := time.ParseInLocation(layout, s, time.UTC); err == nil {
-			return t.UTC().Truncate(time.Microsecond), ""
+			t = t.UTC().Truncate(time.Microsecond)
+			// An offset can move year 0000 or 9999 out of the four-digit
+			// years that RFC 3339, and the digest's form, can write.
+			if t.Year() < 1 || t.Year() > 9999 {
+				return time.Time{}, "must be between the years 0001 and 9999 in UTC"
+			}
+			return t, ""
 		}
 	}
 	return time.Time{}, `must be RFC 3339 or "YYYY-MM-DD hh:mm:ss.micro" (UTC)`

@@ -195,7 +195,7 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	seen := make(map[string]bool, len(req.EventTypeIDs))
 	for _, t := range req.EventTypeIDs {
 		if !validTypeID(t) {
-			return req, fault.E(fault.Invalid, fault.Field("event_type_ids"), fmt.Sprintf("event_type_ids holds %q, which is not an event type id (three digits, or an integer of %d or more)", t, events.MinExternalTypeID))
+			return req, fault.E(fault.Invalid, fault.Field("event_type_ids"), fmt.Sprintf("event_type_ids holds %q, which is not an event type id (a native type of the catalogue, or an integer of %d or more)", t, events.MinExternalTypeID))
 		}
 		if seen[t] {
 			return req, fault.E(fault.Invalid, fault.Field("event_type_ids"), fmt.Sprintf("event_type_ids must be unique: %q is given twice", t))
@@ -222,9 +222,10 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 	return req, nil
 }
 
-// validTypeID accepts the event type ids the log can hold: three digits
-// (native) or an external id without leading zeros, at least
-// events.MinExternalTypeID.
+// validTypeID accepts the event type ids the log can hold: a native type
+// of the catalogue (three digits, not the meta-schema's 000) or an
+// external id without leading zeros, at least events.MinExternalTypeID.
+// Event-stream subscriptions check their eventTypes the same way.
 func validTypeID(t string) bool {
 	if t == "" || len(t) > maxTypeIDDigits {
 		return false
@@ -235,7 +236,8 @@ func validTypeID(t string) bool {
 		}
 	}
 	if len(t) == 3 {
-		return true
+		_, ok := events.LookupType(t)
+		return ok
 	}
 	n, err := strconv.ParseInt(t, 10, 64)
 	return err == nil && t[0] != '0' && n >= events.MinExternalTypeID

@@ -340,6 +340,8 @@ func TestBadInput(t *testing.T) {
 		{"event_type_ids repeated", "POST", base, `{"event_type_ids":["10001","401","10001"],"client_id":"c"}`, "event_type_ids"},
 		{"event_type_ids not strings", "POST", base, `{"event_type_ids":[10001],"client_id":"c"}`, "event_type_ids"},
 		{"event type id not a type", "POST", base, `{"event_type_ids":["9999"],"client_id":"c"}`, "event_type_ids"},
+		{"native id not in the catalogue", "POST", base, `{"event_type_ids":["999"],"client_id":"c"}`, "event_type_ids"},
+		{"the meta-schema's id", "POST", base, `{"event_type_ids":["000"],"client_id":"c"}`, "event_type_ids"},
 		{"event type id with leading zero", "POST", base, `{"event_type_ids":["010001"],"client_id":"c"}`, "event_type_ids"},
 		{"client_id missing", "POST", base, `{"event_type_ids":["10001"]}`, "client_id"},
 		{"client_id empty", "POST", base, `{"event_type_ids":["10001"],"client_id":""}`, "client_id"},

@@ -14,16 +14,16 @@ type Engine uint8
 
 // The supported engines.
 const (
-	SQLite     Engine = iota + 1 // json_extract(body, '$.a.b'), ? placeholders
-	PostgreSQL                   // body #>> '{a,b}' on a jsonb column, $N placeholders
+	SQLite     Engine = iota + 1 // json_extract(body, '$.a.b')
+	PostgreSQL                   // body #>> '{a,b}' on a jsonb column
 )
 
 // Dialect says how to write SQL for one store.
 type Dialect struct {
 	Engine Engine
-	// FirstArg is the number of the first PostgreSQL placeholder, for
-	// fragments placed after other parameters ($1 tenant, $2 user, ...);
-	// 0 means 1. SQLite ignores it.
+	// FirstArg is the number of the first placeholder ($N, which both
+	// engines read), for fragments placed after other parameters ($1
+	// tenant, $2 user, ...); 0 means 1.
 	FirstArg int
 	// Body is the column holding the event's JSON (jsonb for PostgreSQL);
 	// "" means "body".
@@ -89,9 +89,6 @@ type compiler struct {
 // arg adds a parameter and returns its placeholder.
 func (c *compiler) arg(v any) string {
 	c.args = append(c.args, v)
-	if c.d.Engine == SQLite {
-		return "?"
-	}
 	return "$" + strconv.Itoa(c.d.FirstArg+len(c.args)-1)
 }
 

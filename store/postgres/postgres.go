@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,8 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/internal/migrations"
+	"github.com/latchkey/latchkey/store/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -26,8 +29,33 @@ var migrationFiles embed.FS
 // concurrent use, and several Stores (in one process or many) may share one
 // database and schema.
 type Store struct {
+	*sqlstore.Store
 	pool *pgxpool.Pool
 }
+
+// Dialect is PostgreSQL's SQL where it differs from SQLite's.
+var Dialect = sqlstore.Dialect{
+	Name:       "postgres",
+	Filter:     filter.PostgreSQL,
+	In:         func(expr string, n int) string { return expr + ` = ANY($` + strconv.Itoa(n) + `)` },
+	ForUpdate:  ` FOR UPDATE`,
+	SkipLocked: ` FOR UPDATE SKIP LOCKED`,
+	LockKey:    `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+	Unindexed:  func(col string) string { return col },
+	NotifySeqs: func(tenantID string, types []string, after, head int64, limit int) (string, []any) {
+		return notifySeqs, []any{tenantID, types, after, head, limit}
+	},
+}
+
+// notifySeqs merges one index-only walk of events_by_type per type, each
+// stopped at a page, through a LATERAL join over the list of types.
+const notifySeqs = `SELECT s.seq FROM unnest($2::text[]) AS t(type_id)
+	CROSS JOIN LATERAL (
+		SELECT x.seq FROM events x
+		WHERE x.tenant_id = $1 AND x.type_id = t.type_id AND x.seq > $3 AND x.seq <= $4
+		ORDER BY x.seq LIMIT $5
+	) s
+	ORDER BY s.seq LIMIT $5`
 
 // Options tune Open.
 type Options struct {
@@ -74,19 +102,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, mapErr(err)
 	}
-	s := &Store{pool: pool}
-	if err := s.migrate(ctx, opts.Schema); err != nil {
+	ms, err := migrations.Load("postgres", migrationFiles, "migrations")
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return s, nil
-}
-
-// Close waits for queries in flight and closes every connection. It
-// leaves the schema and its data in place.
-func (s *Store) Close() error {
-	s.pool.Close()
-	return nil
+	c := &conn{pool: pool}
+	if err := c.migrate(ctx, opts.Schema, ms); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Store{Store: sqlstore.New(c, Dialect, ms), pool: pool}, nil
 }
 
 // migrationLockKey is the advisory lock key that serialises migrations of
@@ -102,12 +128,8 @@ func migrationLockKey(schema string) int64 {
 // and then finds every migration applied; the schema and the
 // schema_migrations table are created under the same lock because their
 // IF NOT EXISTS forms race with each other in PostgreSQL.
-func (s *Store) migrate(ctx context.Context, schema string) error {
-	ms, err := migrations.Load("postgres", migrationFiles, "migrations")
-	if err != nil {
-		return err
-	}
-	return s.tx(ctx, func(tx pgx.Tx) error {
+func (c *conn) migrate(ctx context.Context, schema string, ms []migrations.Migration) error {
+	return c.tx(ctx, func(tx pgx.Tx) error {
 		if schema == "" {
 			if err := tx.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
 				return err
@@ -165,9 +187,9 @@ func (s *Store) migrate(ctx context.Context, schema string) error {
 // nil. A serialization failure or deadlock rolls back and runs fn again
 // (up to maxAttempts), so fn must compute everything it writes from what it
 // reads inside the transaction.
-func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+func (c *conn) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, s.pool, fn)
+		err := pgx.BeginFunc(ctx, c.pool, fn)
 		if err == nil {
 			return nil
 		}
@@ -178,7 +200,7 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 	}
 }
 
-// pipelinedTx runs one transaction in two round trips where BEGIN, a
+// Pipeline implements sqlstore.Conn: it runs one transaction in two round trips where BEGIN, a
 // batch and COMMIT sent apart take four: first queues statements after
 // BEGIN in one batch (their callbacks read the results when it returns);
 // then second queues, from what those read, the statements that follow,
@@ -187,9 +209,9 @@ func (s *Store) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 // Sync, so a failing statement skips the rest, COMMIT included, and the
 // transaction is rolled back. Retried as tx is; first and second are then
 // called again.
-func (s *Store) pipelinedTx(ctx context.Context, first, second func(*pgx.Batch)) error {
+func (c *conn) Pipeline(ctx context.Context, first, second func(*sqlstore.Batch)) error {
 	for attempt := 1; ; attempt++ {
-		err := s.pipelinedOnce(ctx, first, second)
+		err := c.pipelinedOnce(ctx, first, second)
 		if err == nil {
 			return nil
 		}
@@ -200,37 +222,22 @@ func (s *Store) pipelinedTx(ctx context.Context, first, second func(*pgx.Batch))
 	}
 }
 
-func (s *Store) pipelinedOnce(ctx context.Context, first, second func(*pgx.Batch)) error {
-	conn, err := s.pool.Acquire(ctx)
+func (c *conn) pipelinedOnce(ctx context.Context, first, second func(*sqlstore.Batch)) error {
+	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	// A connection released inside a transaction is closed by the pool,
 	// so one whose ROLLBACK failed is never reused.
 	defer conn.Release()
-	rollback := func() {
-		if conn.Conn().PgConn().TxStatus() == 'I' {
-			return
-		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		conn.Exec(rctx, `ROLLBACK`)
-	}
-	b := &pgx.Batch{}
-	b.Queue(`BEGIN`)
+	b := &sqlstore.Batch{}
 	first(b)
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		rollback()
+	if err := sendBatch(ctx, conn.Conn(), `BEGIN`, b, ""); err != nil {
 		return err
 	}
-	b = &pgx.Batch{}
+	b = &sqlstore.Batch{}
 	second(b)
-	b.Queue(`COMMIT`)
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		rollback()
-		return err
-	}
-	return nil
+	return sendBatch(ctx, conn.Conn(), "", b, `COMMIT`)
 }
 
 // SQLSTATE codes the store acts on. See
@@ -305,12 +312,4 @@ func mapErr(err error) error {
 		return fault.E(fault.Unavailable, "database unavailable; try again", err)
 	}
 	return fault.E(fault.Internal, err)
-}
-
-// notFound maps pgx.ErrNoRows to a NotFound naming what was looked up.
-func notFound(err error, what string) error {
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fault.E(fault.NotFound, what+" not found")
-	}
-	return mapErr(err)
 }

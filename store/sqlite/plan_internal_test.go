@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 
@@ -16,7 +17,8 @@ import (
 // queries take hundreds of milliseconds on a log of a few thousand events).
 func TestUserQueryWalksTheUsersRows(t *testing.T) {
 	ctx := context.Background()
-	st, err := Open(ctx, t.TempDir()+"/plan.db", Options{Synchronous: "OFF"})
+	path := t.TempDir() + "/plan.db"
+	st, err := Open(ctx, path, Options{Synchronous: "OFF"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -25,11 +27,16 @@ func TestUserQueryWalksTheUsersRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	from, where, args, err := eventWhere("tenant", events.Query{UserID: "user-7", Filter: f})
+	query, args, err := st.EventQuery("tenant", events.Query{UserID: "user-7", Filter: f, Limit: 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows, err := st.r.QueryContext(ctx, `EXPLAIN QUERY PLAN SELECT e.seq FROM `+from+` WHERE `+where+` ORDER BY u.seq DESC LIMIT 20`, args...)
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, `EXPLAIN QUERY PLAN `+query, bind(args)...)
 	if err != nil {
 		t.Fatal(err)
 	}

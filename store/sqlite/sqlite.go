@@ -1,8 +1,14 @@
 // Package sqlite is the default Store: embedded SQLite through
 // modernc.org/sqlite (no cgo), in WAL mode, with embedded numbered
-// migrations applied at Open. One connection writes (SQLite allows one
-// writer at a time; queuing in Go is cheaper than SQLITE_BUSY retries) and
-// a small pool reads concurrently.
+// migrations applied at Open. Every query lives in store/sqlstore; this
+// package opens the database and adapts database/sql to sqlstore.Conn.
+//
+// One connection writes (SQLite allows one writer at a time; queuing in Go
+// is cheaper than SQLITE_BUSY retries), so a write transaction's reads
+// and writes are atomic without row locks; a small pool of query-only
+// connections reads concurrently. Statements are prepared once per pool
+// and cached by text (up to maxStmts per pool). Times are stored as
+// INTEGER unix microseconds in UTC, 0 meaning "none"; lists as JSON text.
 package sqlite
 
 import (
@@ -13,15 +19,17 @@ import (
 	"fmt"
 	"net/url"
 	"runtime"
-	"sync"
-	"sync/atomic"
+	"strconv"
+	"strings"
 	"time"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/internal/migrations"
+	"github.com/latchkey/latchkey/store/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -29,30 +37,42 @@ var migrationFiles embed.FS
 
 // Store is a SQLite-backed store for every area.
 type Store struct {
-	w *sql.DB // the single writer
-	r *sql.DB // readers
-
-	// Prepared statements by query text: preparing costs as much as running
-	// a point query, so hot queries are prepared once per pool.
-	rstmts, wstmts sync.Map // string -> *sql.Stmt
-
-	// Read statements whose text is shaped by callers (filtered event
-	// queries: the text depends on the filter's structure, its values are
-	// bound), cached up to maxShapedStmts so that callers cannot grow the
-	// cache without bound; past that they are prepared for each use.
-	shaped  sync.Map // string -> *sql.Stmt
-	nshaped atomic.Int64
+	*sqlstore.Store
 }
-
-// maxShapedStmts bounds the cache of caller-shaped statements. Each one
-// costs a few kilobytes per reader connection.
-const maxShapedStmts = 256
 
 // Options tune Open.
 type Options struct {
 	// Synchronous is SQLite's synchronous pragma; default FULL, so that a
 	// committed transaction survives power loss, not only a process crash.
 	Synchronous string
+}
+
+// Dialect is SQLite's SQL where it differs from PostgreSQL's.
+var Dialect = sqlstore.Dialect{
+	Name:   "sqlite",
+	Filter: filter.SQLite,
+	In: func(expr string, n int) string {
+		return expr + ` IN (SELECT value FROM json_each($` + strconv.Itoa(n) + `))`
+	},
+	Unindexed: func(col string) string { return "+" + col },
+	// A UNION ALL of one walk per type: SQLite has no LATERAL join.
+	NotifySeqs: func(tenantID string, types []string, after, head int64, limit int) (string, []any) {
+		var b strings.Builder
+		args := make([]any, 0, 5*len(types)+1)
+		b.WriteString(`SELECT seq FROM (`)
+		for i, t := range types {
+			if i > 0 {
+				b.WriteString(` UNION ALL `)
+			}
+			n := len(args)
+			fmt.Fprintf(&b, `SELECT * FROM (SELECT seq FROM events WHERE tenant_id = $%d AND type_id = $%d AND seq > $%d AND seq <= $%d ORDER BY seq LIMIT $%d)`,
+				n+1, n+2, n+3, n+4, n+5)
+			args = append(args, tenantID, t, after, head, limit)
+		}
+		args = append(args, limit)
+		fmt.Fprintf(&b, `) ORDER BY seq LIMIT $%d`, len(args))
+		return b.String(), args
+	},
 }
 
 // Open opens (creating if needed) the database file at path and migrates it.
@@ -70,18 +90,18 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		}
 		return "file:" + path + "?" + q.Encode()
 	}
+	want, err := migrations.Load("sqlite", migrationFiles, "migrations")
+	if err != nil {
+		return nil, err
+	}
 	w, err := sql.Open("sqlite", dsn("_txlock", "immediate"))
 	if err != nil {
 		return nil, err
 	}
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
-	s := &Store{w: w}
-	if err := s.migrate(ctx); err != nil {
-		w.Close()
-		return nil, err
-	}
-	if err := s.warm(ctx, warmQueries...); err != nil {
+	c := &conn{w: newPool(w)}
+	if err := c.migrate(ctx, want); err != nil {
 		w.Close()
 		return nil, err
 	}
@@ -91,157 +111,108 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
-	s.r = r
-	return s, nil
+	c.r = newPool(r)
+	return &Store{sqlstore.New(c, Dialect, want)}, nil
 }
 
-// Close closes the database.
-func (s *Store) Close() error {
-	for _, m := range []*sync.Map{&s.rstmts, &s.wstmts, &s.shaped} {
-		m.Range(func(_, v any) bool { v.(*sql.Stmt).Close(); return true })
-	}
-	return errors.Join(s.r.Close(), s.w.Close())
-}
-
-func prepared(ctx context.Context, db *sql.DB, cache *sync.Map, query string) (*sql.Stmt, error) {
-	if st, ok := cache.Load(query); ok {
-		return st.(*sql.Stmt), nil
-	}
-	st, err := db.PrepareContext(ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if prev, loaded := cache.LoadOrStore(query, st); loaded {
-		st.Close()
-		return prev.(*sql.Stmt), nil
-	}
-	return st, nil
-}
-
-// queryRow runs a read query through the statement cache.
-func (s *Store) queryRow(ctx context.Context, query string, args ...any) *sql.Row {
-	st, err := prepared(ctx, s.r, &s.rstmts, query)
-	if err != nil {
-		return s.r.QueryRowContext(ctx, query, args...) // reports the error through Scan
-	}
-	return st.QueryRowContext(ctx, args...)
-}
-
-// query runs a read query through the statement cache.
-func (s *Store) query(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	st, err := prepared(ctx, s.r, &s.rstmts, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.QueryContext(ctx, args...)
-}
-
-// shapedStmt returns the cached statement of a read query whose text
-// callers shape (see Store.shaped), preparing it while the cache has room,
-// or nil when it is full or preparing failed (the caller then runs the
-// query unprepared, which reports any error). Racing first uses of one
-// text may count it twice, which only makes the bound stricter.
-func (s *Store) shapedStmt(ctx context.Context, query string) *sql.Stmt {
-	if st, ok := s.shaped.Load(query); ok {
-		return st.(*sql.Stmt)
-	}
-	if s.nshaped.Add(1) > maxShapedStmts {
-		s.nshaped.Add(-1)
-		return nil
-	}
-	st, err := prepared(ctx, s.r, &s.shaped, query)
-	if err != nil {
-		s.nshaped.Add(-1)
-		return nil
-	}
-	return st
-}
-
-// queryShaped runs a caller-shaped read query, prepared once while the
-// cache has room.
-func (s *Store) queryShaped(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
-	if st := s.shapedStmt(ctx, query); st != nil {
-		return st.QueryContext(ctx, args...)
-	}
-	return s.r.QueryContext(ctx, query, args...)
-}
-
-// queryRowShaped is queryShaped for one row.
-func (s *Store) queryRowShaped(ctx context.Context, query string, args ...any) *sql.Row {
-	if st := s.shapedStmt(ctx, query); st != nil {
-		return st.QueryRowContext(ctx, args...)
-	}
-	return s.r.QueryRowContext(ctx, query, args...)
-}
-
-// exec runs a write statement outside a transaction through the cache.
-func (s *Store) exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	st, err := prepared(ctx, s.w, &s.wstmts, query)
-	if err != nil {
-		return nil, err
-	}
-	return st.ExecContext(ctx, args...)
-}
-
-// txStmt returns the write statement for query bound to tx. Only statements
-// warmed at Open are cached: preparing on the pool inside a transaction
-// would wait for the pool's one connection, which the transaction holds.
-func (s *Store) txStmt(ctx context.Context, tx *sql.Tx, query string) (*sql.Stmt, error) {
-	if st, ok := s.wstmts.Load(query); ok {
-		return tx.StmtContext(ctx, st.(*sql.Stmt)), nil
-	}
-	return tx.PrepareContext(ctx, query)
-}
-
-// warm prepares the hot transactional statements on the writer.
-func (s *Store) warm(ctx context.Context, queries ...string) error {
-	for _, q := range queries {
-		if _, err := prepared(ctx, s.w, &s.wstmts, q); err != nil {
-			return fmt.Errorf("sqlite: prepare %q: %w", q, err)
-		}
-	}
-	return nil
-}
-
-func (s *Store) migrate(ctx context.Context) error {
-	if _, err := s.w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
+func (c *conn) migrate(ctx context.Context, ms []migrations.Migration) error {
+	if _, err := c.w.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {
 		return fmt.Errorf("sqlite: migrations table: %w", err)
 	}
-	ms, err := migrations.Load("sqlite", migrationFiles, "migrations")
-	if err != nil {
-		return err
-	}
 	for _, m := range ms {
-		v, base, body := m.Version, m.Name, m.SQL
-		err = s.tx(ctx, func(tx *sql.Tx) error {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = ?`, v).Scan(&n); err != nil || n > 0 {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, body); err != nil {
-				return fmt.Errorf("sqlite: migration %s: %w", base, err)
-			}
-			_, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`, v, time.Now().UnixMicro())
-			return err
-		})
-		if err != nil {
+		if err := c.apply(ctx, m); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// tx runs fn in a write transaction (BEGIN IMMEDIATE), committing on nil.
-func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+// apply runs one migration unless it is applied, in its own transaction;
+// its file may hold several statements, so it is run unprepared.
+func (c *conn) apply(ctx context.Context, m migrations.Migration) error {
+	tx, err := c.w.db.BeginTx(ctx, nil)
 	if err != nil {
 		return mapErr(err)
 	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schema_migrations WHERE version = $1`, m.Version).Scan(&n); err != nil || n > 0 {
+		return mapErr(err)
+	}
+	if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+		return fmt.Errorf("sqlite: migration %s: %w", m.Name, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES ($1, $2)`, m.Version, time.Now().UnixMicro()); err != nil {
 		return mapErr(err)
 	}
 	return mapErr(tx.Commit())
+}
+
+// conn is sqlstore.Conn on the writer and the readers.
+type conn struct {
+	w, r *pool
+}
+
+func (c *conn) Read() sqlstore.Querier  { return c.r }
+func (c *conn) Write() sqlstore.Querier { return c.w }
+
+func (c *conn) Close() error {
+	return errors.Join(c.r.close(), c.w.close())
+}
+
+func (c *conn) MapErr(err error) error { return mapErr(err) }
+
+// Tx runs fn in a write transaction (BEGIN IMMEDIATE on the one writer
+// connection). Statements of fn not yet prepared on the writer are
+// prepared after the commit, when the connection is free again, so the
+// next transaction finds them.
+func (c *conn) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
+	tx, err := c.w.db.BeginTx(ctx, nil)
+	if err != nil {
+		return mapErr(err)
+	}
+	q := &txQuerier{tx: tx, p: c.w}
+	if err := fn(q); err != nil {
+		tx.Rollback()
+		return mapErr(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return mapErr(err)
+	}
+	for _, query := range q.missed {
+		c.w.stmt(ctx, query)
+	}
+	return nil
+}
+
+func (c *conn) Pipeline(ctx context.Context, first, second func(*sqlstore.Batch)) error {
+	return c.Tx(ctx, func(q sqlstore.Querier) error {
+		for _, fill := range []func(*sqlstore.Batch){first, second} {
+			b := &sqlstore.Batch{}
+			fill(b)
+			if err := sqlstore.RunBatch(ctx, q, b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (c *conn) Applied(ctx context.Context) ([]int, error) {
+	rows, err := c.r.Query(ctx, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []int
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
 }
 
 // mapErr turns driver errors into fault kinds by SQLite result code.
@@ -269,15 +240,4 @@ func mapErr(err error) error {
 		return fault.E(fault.Unavailable, "request cancelled", err)
 	}
 	return fault.E(fault.Internal, err)
-}
-
-func micros(t time.Time) int64 { return t.UnixMicro() }
-
-func fromMicros(v int64) time.Time { return time.UnixMicro(v).UTC() }
-
-func notFound(err error, what string) error {
-	if errors.Is(err, sql.ErrNoRows) {
-		return fault.E(fault.NotFound, what+" not found")
-	}
-	return mapErr(err)
 }

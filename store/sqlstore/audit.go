@@ -1,12 +1,10 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"encoding/json"
 	"slices"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
@@ -16,26 +14,28 @@ var _ audit.LogStore = (*Store)(nil)
 
 // lockHead locks a tenant's chain head for the rest of the transaction and
 // returns it, creating it (seq 0, no hash) on the tenant's first append.
-// The no-op DO UPDATE is what takes the row lock: a concurrent appender of
-// the same tenant, in any process, waits here until this transaction ends
-// and then reads the head it left. A single statement, so there is no
-// window between "create if missing" and "lock".
+// The no-op DO UPDATE is what takes the row lock on PostgreSQL: a
+// concurrent appender of the same tenant, in any process, waits here until
+// this transaction ends and then reads the head it left. A single
+// statement, so there is no window between "create if missing" and "lock".
 const lockHead = `INSERT INTO audit_heads (tenant_id, seq) VALUES ($1, 0)
 	ON CONFLICT (tenant_id) DO UPDATE SET seq = audit_heads.seq
 	RETURNING seq, hash, time`
 
-const insertRecord = `INSERT INTO audit_records (tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash)
+const (
+	insertRecord = `INSERT INTO audit_records (tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
-
-const advanceHead = `UPDATE audit_heads SET seq = $2, hash = $3, time = $4 WHERE tenant_id = $1`
+	advanceHead = `UPDATE audit_heads SET seq = $2, hash = $3, time = $4 WHERE tenant_id = $1`
+	recordCols  = `tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash`
+)
 
 // AppendAuditRecords implements audit.LogStore. Within one transaction it
 // locks the head row of every tenant in the call (in tenant id order, so
 // two calls naming the same tenants cannot deadlock), chains the records
-// from those heads, inserts them and advances the heads, in two round
-// trips (see pipelinedTx: BEGIN travels with the locks, COMMIT with the
-// inserts). Appenders of one tenant are thereby serialised across
-// processes; appenders of different tenants do not wait for each other.
+// from those heads, inserts them and advances the heads (Conn.Pipeline:
+// two round trips on PostgreSQL). Appenders of one tenant are thereby
+// serialised across processes; appenders of different tenants do not wait
+// for each other.
 //
 // Times never decrease along a tenant's chain (see audit.ExportStore): a
 // record stamped before the head's time, as happens when two processes'
@@ -50,7 +50,7 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 	if err != nil {
 		return err
 	}
-	return s.pipelinedTx(ctx, a.lock, a.write)
+	return s.c.Pipeline(ctx, a.lock, a.write)
 }
 
 // auditHead is a tenant's chain head as an append sees it.
@@ -61,8 +61,9 @@ type auditHead struct {
 }
 
 // auditAppend is the statements of one append of audit records, in the
-// two batches of pipelinedTx: lock, then write. AppendEventsAudited puts
-// them in the same transaction as an events append.
+// two batches of Conn.Pipeline: lock, then write. Other appends
+// (AppendEventsAudited, ConsumeNotifications, CreateAuthenticatorsAudited)
+// put them in their own transaction.
 type auditAppend struct {
 	recs    []*audit.Record
 	metas   []string // each record's meta as stored
@@ -94,23 +95,23 @@ func newAuditAppend(recs []*audit.Record) (*auditAppend, error) {
 
 // lock queues the locks of the heads, in tenant id order; their results
 // fill a.heads.
-func (a *auditAppend) lock(b *pgx.Batch) {
+func (a *auditAppend) lock(b *Batch) {
 	a.heads = make(map[string]auditHead, len(a.tenants))
 	for _, id := range a.tenants {
-		b.Queue(lockHead, id).QueryRow(func(row pgx.Row) error {
+		b.QueryRow(func(row Row) error {
 			var h auditHead
 			if err := row.Scan(&h.seq, &h.hash, &h.time); err != nil {
 				return err
 			}
 			a.heads[id] = h
 			return nil
-		})
+		}, lockHead, id)
 	}
 }
 
 // write chains the records from the locked heads and queues their inserts
 // and the heads' advance.
-func (a *auditAppend) write(b *pgx.Batch) {
+func (a *auditAppend) write(b *Batch) {
 	for i, r := range a.recs {
 		h := a.heads[r.TenantID]
 		r.Seq, r.PrevHash = h.seq+1, h.hash
@@ -120,47 +121,35 @@ func (a *auditAppend) write(b *pgx.Batch) {
 		r.Hash = audit.ChainHash(r.PrevHash, *r)
 		t := r.Time
 		a.heads[r.TenantID] = auditHead{r.Seq, r.Hash, &t}
-		b.Queue(insertRecord, r.TenantID, r.Seq, r.Time, r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, a.metas[i], r.PrevHash, r.Hash)
+		b.Exec(nil, insertRecord, r.TenantID, r.Seq, r.Time, r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, a.metas[i], r.PrevHash, r.Hash)
 	}
 	for _, id := range a.tenants {
 		h := a.heads[id]
-		b.Queue(advanceHead, id, h.seq, h.hash, h.time)
+		b.Exec(nil, advanceHead, id, h.seq, h.hash, h.time)
 	}
 }
 
 // ListAuditRecords implements audit.LogStore.
 func (s *Store) ListAuditRecords(ctx context.Context, tenantID string, afterSeq int64, limit int) ([]audit.Record, error) {
-	rows, err := s.pool.Query(ctx, `SELECT tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash
-		FROM audit_records WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, tenantID, afterSeq, limit)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	recs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (audit.Record, error) { return scanRecord(row) })
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	return recs, nil
+	return list(ctx, s, s.c.Read(), scanRecord, `SELECT `+recordCols+` FROM audit_records WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+		tenantID, afterSeq, limit)
 }
 
-// scanRecord reads one audit_records row in the column order of
-// ListAuditRecords and ScanAuditRecords.
-func scanRecord(row pgx.Row) (audit.Record, error) {
+// scanRecord reads one audit_records row of recordCols.
+func scanRecord(row Row) (audit.Record, error) {
 	var (
 		r    audit.Record
 		meta []byte
 	)
 	if err := row.Scan(&r.TenantID, &r.Seq, &r.Time, &r.TraceID, &r.Source, &r.ResourceID, &r.ActorID, &r.Action, &r.Status, &meta, &r.PrevHash, &r.Hash); err != nil {
-		return audit.Record{}, mapErr(err)
-	}
-	if err := unmarshal(meta, &r.Meta); err != nil {
 		return audit.Record{}, err
 	}
-	return r, nil
+	return r, unmarshal(meta, &r.Meta)
 }
 
 const instanceCols = `id, tenant_id, name, service_type, source, created_at`
 
-func scanInstance(row pgx.Row) (audit.ServiceInstance, error) {
+func scanInstance(row Row) (audit.ServiceInstance, error) {
 	var si audit.ServiceInstance
 	err := row.Scan(&si.ID, &si.TenantID, &si.Name, &si.ServiceType, &si.Source, &si.CreatedAt)
 	return si, err
@@ -168,42 +157,28 @@ func scanInstance(row pgx.Row) (audit.ServiceInstance, error) {
 
 // EnsureServiceInstance implements audit.LogStore. The insert does nothing
 // when the tenant already has an instance of the source; when another
-// transaction is inserting one at the same moment, PostgreSQL makes this
+// transaction is inserting one at the same moment, the database makes this
 // insert wait for it, so the select that follows (a new statement, with a
-// new snapshot) always finds the one row that won.
+// new snapshot, on the writer) always finds the one row that won.
 func (s *Store) EnsureServiceInstance(ctx context.Context, c audit.ServiceInstance) (audit.ServiceInstance, error) {
-	_, err := s.pool.Exec(ctx, `INSERT INTO service_instances (`+instanceCols+`) VALUES ($1, $2, $3, $4, $5, $6)
+	err := s.exec(ctx, `INSERT INTO service_instances (`+instanceCols+`) VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (tenant_id, source) DO NOTHING`, c.ID, c.TenantID, c.Name, c.ServiceType, c.Source, c.CreatedAt)
 	if err != nil {
-		return audit.ServiceInstance{}, mapErr(err)
+		return audit.ServiceInstance{}, err
 	}
-	si, err := scanInstance(s.pool.QueryRow(ctx, `SELECT `+instanceCols+` FROM service_instances WHERE tenant_id = $1 AND source = $2`, c.TenantID, c.Source))
+	si, err := scanInstance(s.c.Write().QueryRow(ctx, `SELECT `+instanceCols+` FROM service_instances WHERE tenant_id = $1 AND source = $2`, c.TenantID, c.Source))
 	if err != nil {
-		return audit.ServiceInstance{}, notFound(err, "service instance")
+		return audit.ServiceInstance{}, s.notFound(err, "service instance")
 	}
 	return si, nil
 }
 
-// ListServiceInstances implements audit.LogStore. The count and the page
-// travel in one batch but are separate statements, so under concurrent
-// inserts the total may be newer than the page.
+// ListServiceInstances implements audit.LogStore.
 func (s *Store) ListServiceInstances(ctx context.Context, tenantID string, offset, limit int) ([]audit.ServiceInstance, int, error) {
-	var (
-		total int
-		out   []audit.ServiceInstance
-	)
-	b := &pgx.Batch{}
-	b.Queue(`SELECT count(*) FROM service_instances WHERE tenant_id = $1`, tenantID).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&total)
-	})
-	b.Queue(`SELECT `+instanceCols+` FROM service_instances WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`,
-		tenantID, limit, offset).Query(func(rows pgx.Rows) error {
-		var err error
-		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (audit.ServiceInstance, error) { return scanInstance(row) })
-		return err
-	})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, 0, mapErr(err)
+	out, total, err := countedPage(ctx, s, scanInstance, `SELECT count(*) FROM service_instances WHERE tenant_id = $1`, []any{tenantID},
+		`SELECT `+instanceCols+` FROM service_instances WHERE tenant_id = $1 ORDER BY created_at, id LIMIT $2 OFFSET $3`, tenantID, limit, offset)
+	if len(out) == 0 {
+		out = nil
 	}
-	return out, total, nil
+	return out, total, err
 }

@@ -1,10 +1,8 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity/clients"
@@ -17,79 +15,74 @@ var _ clients.Store = (*Store)(nil)
 // commit wins and the others get a unique violation: Conflict, after which
 // clients.EnsureCA reloads the stored CA.
 func (s *Store) CreateClientCA(ctx context.Context, ca clients.CA) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO client_ca (id, cert_pem, sealed_key, created_at) VALUES (1, $1, $2, $3)`,
-		ca.CertPEM, ca.SealedKey, ca.CreatedAt)
-	return mapErr(err)
+	return s.exec(ctx, `INSERT INTO client_ca (id, cert_pem, sealed_key, created_at) VALUES (1, $1, $2, $3)`, ca.CertPEM, ca.SealedKey, ca.CreatedAt)
 }
 
 // GetClientCA implements clients.Store.
 func (s *Store) GetClientCA(ctx context.Context) (clients.CA, error) {
 	var ca clients.CA
-	err := s.pool.QueryRow(ctx, `SELECT cert_pem, sealed_key, created_at FROM client_ca WHERE id = 1`).Scan(&ca.CertPEM, &ca.SealedKey, &ca.CreatedAt)
+	err := s.c.Read().QueryRow(ctx, `SELECT cert_pem, sealed_key, created_at FROM client_ca WHERE id = 1`).Scan(&ca.CertPEM, &ca.SealedKey, &ca.CreatedAt)
 	if err != nil {
-		return clients.CA{}, notFound(err, "client CA")
+		return clients.CA{}, s.notFound(err, "client CA")
 	}
 	return ca, nil
 }
 
-// CreateProfile implements clients.Store.
-func (s *Store) CreateProfile(ctx context.Context, p clients.Profile) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO client_profiles (`+profileCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		p.ID, p.TenantID, p.Name, p.SubjectField, p.CertLifetimeDays, p.Role, p.CreatedAt)
-	return mapErr(err)
-}
-
 const profileCols = `id, tenant_id, name, subject_field, cert_lifetime_days, role, created_at`
 
-func scanProfile(row pgx.Row) (clients.Profile, error) {
+// CreateProfile implements clients.Store.
+func (s *Store) CreateProfile(ctx context.Context, p clients.Profile) error {
+	return s.exec(ctx, `INSERT INTO client_profiles (`+profileCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+		p.ID, p.TenantID, p.Name, p.SubjectField, p.CertLifetimeDays, p.Role, p.CreatedAt)
+}
+
+func (s *Store) scanProfile(row Row) (clients.Profile, error) {
 	var p clients.Profile
 	if err := row.Scan(&p.ID, &p.TenantID, &p.Name, &p.SubjectField, &p.CertLifetimeDays, &p.Role, &p.CreatedAt); err != nil {
-		return clients.Profile{}, notFound(err, "profile")
+		return clients.Profile{}, s.notFound(err, "profile")
 	}
 	return p, nil
 }
 
 // GetProfile implements clients.Store.
 func (s *Store) GetProfile(ctx context.Context, tenantID, id string) (clients.Profile, error) {
-	return scanProfile(s.pool.QueryRow(ctx, `SELECT `+profileCols+` FROM client_profiles WHERE tenant_id = $1 AND id = $2`, tenantID, id))
+	return s.scanProfile(s.c.Read().QueryRow(ctx, `SELECT `+profileCols+` FROM client_profiles WHERE tenant_id = $1 AND id = $2`, tenantID, id))
 }
 
 // GetProfileByName implements clients.Store.
 func (s *Store) GetProfileByName(ctx context.Context, tenantID, name string) (clients.Profile, error) {
-	return scanProfile(s.pool.QueryRow(ctx, `SELECT `+profileCols+` FROM client_profiles WHERE tenant_id = $1 AND name = $2`, tenantID, name))
+	return s.scanProfile(s.c.Read().QueryRow(ctx, `SELECT `+profileCols+` FROM client_profiles WHERE tenant_id = $1 AND name = $2`, tenantID, name))
 }
 
 const regTokenCols = `id, tenant_id, profile_id, hash, max_clients, used, expires_at, created_at`
 
 // CreateRegistrationToken implements clients.Store.
 func (s *Store) CreateRegistrationToken(ctx context.Context, t clients.RegistrationToken) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO registration_tokens (`+regTokenCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+	return s.exec(ctx, `INSERT INTO registration_tokens (`+regTokenCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
 		t.ID, t.TenantID, t.ProfileID, t.Hash, t.MaxClients, t.Used, t.ExpiresAt, t.CreatedAt)
-	return mapErr(err)
 }
 
-func scanRegToken(row pgx.Row) (clients.RegistrationToken, error) {
+func (s *Store) scanRegToken(row Row) (clients.RegistrationToken, error) {
 	var t clients.RegistrationToken
 	if err := row.Scan(&t.ID, &t.TenantID, &t.ProfileID, &t.Hash, &t.MaxClients, &t.Used, &t.ExpiresAt, &t.CreatedAt); err != nil {
-		return clients.RegistrationToken{}, notFound(err, "registration token")
+		return clients.RegistrationToken{}, s.notFound(err, "registration token")
 	}
 	return t, nil
 }
 
 // GetRegistrationTokenByHash implements clients.Store.
 func (s *Store) GetRegistrationTokenByHash(ctx context.Context, hash []byte) (clients.RegistrationToken, error) {
-	return scanRegToken(s.pool.QueryRow(ctx, `SELECT `+regTokenCols+` FROM registration_tokens WHERE hash = $1`, hash))
+	return s.scanRegToken(s.c.Read().QueryRow(ctx, `SELECT `+regTokenCols+` FROM registration_tokens WHERE hash = $1`, hash))
 }
 
 // UseRegistrationToken implements clients.Store. The check and the
 // increment are one conditional UPDATE: concurrent callers queue on the
-// row lock and each re-evaluates the condition against the row the
-// previous one committed (READ COMMITTED re-check), so no more than
-// MaxClients of them succeed. When it matches nothing, a plain read says
-// why; the refused call has changed nothing, so that read needs no
-// transaction.
+// row (PostgreSQL re-evaluates the condition against the row the previous
+// one committed; SQLite has one writer), so no more than MaxClients of
+// them succeed. When it matches nothing, a plain read says why; the
+// refused call has changed nothing, so that read needs no transaction.
 func (s *Store) UseRegistrationToken(ctx context.Context, hash []byte, now time.Time) (clients.RegistrationToken, error) {
-	t, err := scanRegToken(s.pool.QueryRow(ctx, `UPDATE registration_tokens SET used = used + 1
+	t, err := s.scanRegToken(s.c.Write().QueryRow(ctx, `UPDATE registration_tokens SET used = used + 1
 		WHERE hash = $1 AND used < max_clients AND expires_at > $2 RETURNING `+regTokenCols, hash, now))
 	if !fault.Is(fault.NotFound, err) {
 		return t, err
@@ -109,55 +102,37 @@ const clientCols = `id, tenant_id, name, profile_id, registration_token_id, role
 
 // CreateClient implements clients.Store.
 func (s *Store) CreateClient(ctx context.Context, c clients.Client) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO registered_clients (`+clientCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+	return s.exec(ctx, `INSERT INTO registered_clients (`+clientCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		c.ID, c.TenantID, c.Name, c.ProfileID, c.RegistrationTokenID, c.Role, c.SubjectDN, c.CertificatePEM, c.Fingerprint, c.Serial,
 		c.NotBefore, c.NotAfter, c.CreatedAt)
-	return mapErr(err)
 }
 
-func scanClient(row pgx.Row) (clients.Client, error) {
+func (s *Store) scanClient(row Row) (clients.Client, error) {
 	var c clients.Client
 	if err := row.Scan(&c.ID, &c.TenantID, &c.Name, &c.ProfileID, &c.RegistrationTokenID, &c.Role, &c.SubjectDN, &c.CertificatePEM,
 		&c.Fingerprint, &c.Serial, &c.NotBefore, &c.NotAfter, &c.CreatedAt); err != nil {
-		return clients.Client{}, notFound(err, "client")
+		return clients.Client{}, s.notFound(err, "client")
 	}
 	return c, nil
 }
 
 // GetClient implements clients.Store.
 func (s *Store) GetClient(ctx context.Context, tenantID, id string) (clients.Client, error) {
-	return scanClient(s.pool.QueryRow(ctx, `SELECT `+clientCols+` FROM registered_clients WHERE tenant_id = $1 AND id = $2`, tenantID, id))
+	return s.scanClient(s.c.Read().QueryRow(ctx, `SELECT `+clientCols+` FROM registered_clients WHERE tenant_id = $1 AND id = $2`, tenantID, id))
 }
 
 // LookupClient implements clients.Store.
 func (s *Store) LookupClient(ctx context.Context, id string) (clients.Client, error) {
-	return scanClient(s.pool.QueryRow(ctx, `SELECT `+clientCols+` FROM registered_clients WHERE id = $1`, id))
+	return s.scanClient(s.c.Read().QueryRow(ctx, `SELECT `+clientCols+` FROM registered_clients WHERE id = $1`, id))
 }
 
 // ListClients implements clients.Store.
 func (s *Store) ListClients(ctx context.Context, tenantID string) ([]clients.Client, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+clientCols+` FROM registered_clients WHERE tenant_id = $1 ORDER BY created_at, id`, tenantID)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (clients.Client, error) { return scanClient(row) })
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	if out == nil {
-		out = []clients.Client{}
-	}
-	return out, nil
+	return nonNil(list(ctx, s, s.c.Read(), s.scanClient, `SELECT `+clientCols+` FROM registered_clients WHERE tenant_id = $1 ORDER BY created_at, id`, tenantID))
 }
 
 // DeleteClient implements clients.Store.
 func (s *Store) DeleteClient(ctx context.Context, tenantID, id string) error {
-	tag, err := s.pool.Exec(ctx, `DELETE FROM registered_clients WHERE tenant_id = $1 AND id = $2`, tenantID, id)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fault.E(fault.NotFound, "client not found")
-	}
-	return nil
+	n, err := s.c.Write().Exec(ctx, `DELETE FROM registered_clients WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	return s.affected(n, err, "client")
 }

@@ -1,4 +1,4 @@
-package postgres
+package sqlstore
 
 import (
 	"context"
@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
@@ -19,22 +17,14 @@ var _ audit.ExportStore = (*Store)(nil)
 
 // ScanChunk is how many records ScanAuditRecords reads per query. Each page
 // is read in full and its statement closed before any record of it is
-// yielded, so no query or connection stays open while the caller
+// yielded, so no query, connection or snapshot stays open while the caller
 // compresses, and memory holds one page at a time.
 const ScanChunk = 1000
 
 const exportJobCols = `id, tenant_id, from_time, to_time, resource_id, source, actor_id, action, status,
 	state, started_at, ended_at, error, archive, archive_size, summary, archive_expires_at, attempts, lease_owner, lease_until, trace_id`
 
-// optTime stores an unset time as NULL.
-func optTime(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	return &t
-}
-
-func scanExportJob(row pgx.Row) (audit.ExportJob, error) {
+func (s *Store) scanExportJob(row Row) (audit.ExportJob, error) {
 	var (
 		j              audit.ExportJob
 		expires, lease *time.Time
@@ -44,18 +34,10 @@ func scanExportJob(row pgx.Row) (audit.ExportJob, error) {
 	err := row.Scan(&j.ID, &j.TenantID, &q.From, &q.To, &q.ResourceID, &q.Source, &q.ActorID, &q.Action, &q.Status,
 		&j.State, &j.StartedAt, &j.EndedAt, &j.Error, &j.Archive, &j.ArchiveSize, &summary, &expires, &j.Attempts, &j.LeaseOwner, &lease, &j.TraceID)
 	if err != nil {
-		return audit.ExportJob{}, err
+		return audit.ExportJob{}, s.notFound(err, "export job")
 	}
-	if expires != nil {
-		j.ArchiveExpiresAt = *expires
-	}
-	if lease != nil {
-		j.LeaseUntil = *lease
-	}
-	if err := unmarshal(summary, &j.Summary); err != nil {
-		return audit.ExportJob{}, err
-	}
-	return j, nil
+	j.ArchiveExpiresAt, j.LeaseUntil = orZero(expires), orZero(lease)
+	return j, unmarshal(summary, &j.Summary)
 }
 
 // CreateExportJob implements audit.ExportStore.
@@ -65,49 +47,37 @@ func (s *Store) CreateExportJob(ctx context.Context, j audit.ExportJob) error {
 		return fault.E(fault.Internal, err)
 	}
 	q := j.Request
-	_, err = s.pool.Exec(ctx, `INSERT INTO export_jobs (`+exportJobCols+`)
+	return s.exec(ctx, `INSERT INTO export_jobs (`+exportJobCols+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
 		j.ID, j.TenantID, q.From, q.To, q.ResourceID, q.Source, q.ActorID, q.Action, q.Status,
 		j.State, j.StartedAt, j.EndedAt, j.Error, j.Archive, j.ArchiveSize, string(summary), optTime(j.ArchiveExpiresAt),
 		j.Attempts, j.LeaseOwner, optTime(j.LeaseUntil), j.TraceID)
-	return mapErr(err)
 }
 
 // GetExportJob implements audit.ExportStore.
 func (s *Store) GetExportJob(ctx context.Context, tenantID, id string) (audit.ExportJob, error) {
-	j, err := scanExportJob(s.pool.QueryRow(ctx, `SELECT `+exportJobCols+` FROM export_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
-	if err != nil {
-		return audit.ExportJob{}, notFound(err, "export job")
-	}
-	return j, nil
+	return s.scanExportJob(s.c.Read().QueryRow(ctx, `SELECT `+exportJobCols+` FROM export_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID))
 }
 
-// claimJob picks and leases a job in one statement. The subquery locks the
-// oldest claimable row and skips rows another claim has locked (SKIP
-// LOCKED), so concurrent claims, from any process, neither wait for each
-// other nor take the same job: a claim that finds the only job locked gets
-// nothing. If the row changed after this statement's snapshot, READ
-// COMMITTED re-checks the condition on the committed row before locking
-// it, so a job claimed a moment ago (lease now live) is not taken again.
-const claimJob = `UPDATE export_jobs SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
-	WHERE id = (SELECT id FROM export_jobs
-		WHERE state = 'ACTIVE' AND (lease_until IS NULL OR lease_until <= $3)
-		ORDER BY started_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
-	RETURNING ` + exportJobCols
-
-// ClaimExportJob implements audit.ExportStore. A job whose worker died is
-// claimable again once its lease lapses (lease_until <= now); the takeover
-// increments Attempts, and the old owner's Renew, Complete and Fail then
-// fail with Conflict.
+// ClaimExportJob implements audit.ExportStore: one statement picks and
+// leases the oldest claimable job. On PostgreSQL the subquery skips rows
+// another claim has locked (SKIP LOCKED), so concurrent claims from any
+// process neither wait for each other nor take the same job, and READ
+// COMMITTED re-checks the condition on a row that changed, so a job
+// claimed a moment ago is not taken again; SQLite runs writes one at a
+// time. A job whose worker died is claimable again once its lease lapses;
+// the takeover increments Attempts, and the old owner's Renew, Complete
+// and Fail then fail with Conflict.
 func (s *Store) ClaimExportJob(ctx context.Context, owner string, now time.Time, leaseFor time.Duration) (audit.ExportJob, error) {
-	j, err := scanExportJob(s.pool.QueryRow(ctx, claimJob, owner, now.Add(leaseFor), now))
-	if err != nil {
-		if fault.Is(fault.NotFound, mapErr(err)) {
-			return audit.ExportJob{}, fault.E(fault.NotFound, "no export job to claim")
-		}
-		return audit.ExportJob{}, mapErr(err)
+	j, err := s.scanExportJob(s.c.Write().QueryRow(ctx, `UPDATE export_jobs SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+		WHERE id = (SELECT id FROM export_jobs
+			WHERE state = 'ACTIVE' AND (lease_until IS NULL OR lease_until <= $3)
+			ORDER BY started_at, id LIMIT 1`+s.d.SkipLocked+`)
+		RETURNING `+exportJobCols, owner, now.Add(leaseFor), now))
+	if fault.Is(fault.NotFound, err) {
+		return audit.ExportJob{}, fault.E(fault.NotFound, "no export job to claim")
 	}
-	return j, nil
+	return j, err
 }
 
 // held runs an update that applies only while owner holds a live lease on
@@ -118,17 +88,17 @@ func (s *Store) held(ctx context.Context, tenantID, id, owner string, now time.T
 	n := len(args)
 	args = append(args, id, tenantID, owner, now)
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
-	tag, err := s.pool.Exec(ctx, `UPDATE export_jobs SET `+set+`
+	changed, err := s.c.Write().Exec(ctx, `UPDATE export_jobs SET `+set+`
 		WHERE id = `+p(1)+` AND tenant_id = `+p(2)+` AND state = 'ACTIVE' AND lease_owner = `+p(3)+` AND lease_until > `+p(4), args...)
 	if err != nil {
-		return mapErr(err)
+		return s.c.MapErr(err)
 	}
-	if tag.RowsAffected() == 1 {
+	if changed == 1 {
 		return nil
 	}
 	var one int
-	if err := s.pool.QueryRow(ctx, `SELECT 1 FROM export_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID).Scan(&one); err != nil {
-		return notFound(err, "export job")
+	if err := s.c.Read().QueryRow(ctx, `SELECT 1 FROM export_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID).Scan(&one); err != nil {
+		return s.notFound(err, "export job")
 	}
 	return fault.E(fault.Conflict, "export job lease not held")
 }
@@ -145,36 +115,26 @@ func (s *Store) CompleteExportJob(ctx context.Context, tenantID, id, owner strin
 		return fault.E(fault.Internal, err)
 	}
 	return s.held(ctx, tenantID, id, owner, now,
-		`state = 'SUCCEEDED', ended_at = $1, archive = $2, archive_size = $3, summary = $4, archive_expires_at = $5, lease_owner = '', lease_until = NULL`,
-		now, res.Archive, res.ArchiveSize, string(summary), optTime(res.ArchiveExpiresAt))
+		`state = 'SUCCEEDED', ended_at = $1, archive = $2, archive_size = $3, summary = $4, archive_expires_at = $5, lease_owner = '', lease_until = $6`,
+		now, res.Archive, res.ArchiveSize, string(summary), optTime(res.ArchiveExpiresAt), (*time.Time)(nil))
 }
 
 // FailExportJob implements audit.ExportStore.
 func (s *Store) FailExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, reason string) error {
-	return s.held(ctx, tenantID, id, owner, now, `state = 'FAILED', ended_at = $1, error = $2, lease_owner = '', lease_until = NULL`, now, reason)
+	return s.held(ctx, tenantID, id, owner, now, `state = 'FAILED', ended_at = $1, error = $2, lease_owner = '', lease_until = $3`,
+		now, reason, (*time.Time)(nil))
 }
 
 // ListExpiredArchives implements audit.ExportStore.
 func (s *Store) ListExpiredArchives(ctx context.Context, now time.Time, limit int) ([]audit.ExportJob, error) {
-	rows, err := s.pool.Query(ctx, `SELECT `+exportJobCols+` FROM export_jobs
+	return list(ctx, s, s.c.Read(), s.scanExportJob, `SELECT `+exportJobCols+` FROM export_jobs
 		WHERE state = 'SUCCEEDED' AND archive <> '' AND archive_expires_at <= $1 ORDER BY archive_expires_at, id LIMIT $2`, now, limit)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (audit.ExportJob, error) { return scanExportJob(row) })
-	return out, mapErr(err)
 }
 
 // ForgetExportArchive implements audit.ExportStore.
 func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string) error {
-	tag, err := s.pool.Exec(ctx, `UPDATE export_jobs SET archive = '' WHERE id = $1 AND tenant_id = $2`, id, tenantID)
-	if err != nil {
-		return mapErr(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return fault.E(fault.NotFound, "export job not found")
-	}
-	return nil
+	n, err := s.c.Write().Exec(ctx, `UPDATE export_jobs SET archive = '' WHERE id = $1 AND tenant_id = $2`, id, tenantID)
+	return s.affected(n, err, "export job")
 }
 
 // ScanAuditRecords implements audit.ExportStore with keyset pagination.
@@ -183,25 +143,27 @@ func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string) er
 // read of the (tenant_id, time) index), which also fixes what the scan
 // sees: records appended later have higher seqs and are left out. Then it
 // reads pages of ScanChunk records in seq order, "seq > last seen", with
-// the filters in SQL; each page is one short statement on a pooled
-// connection, so a slow consumer holds no connection, snapshot or lock
-// between pages. Audit records are never updated or deleted by the store,
-// so pages read at different moments are consistent with each other.
+// the filters in SQL; each page is one short statement, so a slow consumer
+// holds no connection, snapshot or lock between pages. The time condition
+// of a page is Dialect.Unindexed, so that SQLite walks the primary key
+// (tenant_id, seq) in order instead of sorting the time index's rows.
+// Audit records are never updated or deleted by the store, so pages read
+// at different moments are consistent with each other.
 func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit.ExportRequest) iter.Seq2[audit.Record, error] {
 	return func(yield func(audit.Record, error) bool) {
 		var lo, hi *int64
-		err := s.pool.QueryRow(ctx, `SELECT min(seq), max(seq) FROM audit_records WHERE tenant_id = $1 AND time BETWEEN $2 AND $3`,
+		err := s.c.Read().QueryRow(ctx, `SELECT min(seq), max(seq) FROM audit_records WHERE tenant_id = $1 AND time BETWEEN $2 AND $3`,
 			tenantID, req.From, req.To).Scan(&lo, &hi)
 		if err != nil {
-			yield(audit.Record{}, mapErr(err))
+			yield(audit.Record{}, s.c.MapErr(err))
 			return
 		}
 		if lo == nil {
 			return
 		}
 		var b strings.Builder
-		b.WriteString(`SELECT tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash
-			FROM audit_records WHERE tenant_id = $1 AND seq > $2 AND seq <= $3 AND time BETWEEN $4 AND $5`)
+		b.WriteString(`SELECT ` + recordCols + ` FROM audit_records WHERE tenant_id = $1 AND seq > $2 AND seq <= $3 AND ` +
+			s.d.Unindexed("time") + ` BETWEEN $4 AND $5`)
 		args := []any{tenantID, nil, *hi, req.From, req.To}
 		for _, f := range []struct{ col, v string }{
 			{"actor_id", req.ActorID}, {"resource_id", req.ResourceID}, {"source", req.Source},
@@ -217,7 +179,19 @@ func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit
 		query := b.String()
 		read := func(after int64, buf []audit.Record) ([]audit.Record, error) {
 			args[1] = after
-			return s.readPage(ctx, query, args, buf)
+			rows, err := s.c.Read().Query(ctx, query, args...)
+			if err != nil {
+				return buf, s.c.MapErr(err)
+			}
+			defer rows.Close()
+			for rows.Next() {
+				r, err := scanRecord(rows)
+				if err != nil {
+					return buf, s.c.MapErr(err)
+				}
+				buf = append(buf, r)
+			}
+			return buf, s.c.MapErr(rows.Err())
 		}
 		for r, err := range keyset.Pages(ScanChunk, *lo-1, read, func(r audit.Record) int64 { return r.Seq }) {
 			if !yield(r, err) || err != nil {
@@ -225,20 +199,4 @@ func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit
 			}
 		}
 	}
-}
-
-func (s *Store) readPage(ctx context.Context, query string, args []any, page []audit.Record) ([]audit.Record, error) {
-	rows, err := s.pool.Query(ctx, query, args...)
-	if err != nil {
-		return page, mapErr(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		r, err := scanRecord(rows)
-		if err != nil {
-			return page, err
-		}
-		page = append(page, r)
-	}
-	return page, mapErr(rows.Err())
 }

@@ -1,0 +1,280 @@
+package sqlstore
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/events/filter"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/ids"
+)
+
+var _ events.Store = (*Store)(nil)
+
+// lockEventHead locks a tenant's event head for the rest of the
+// transaction and returns its seq, creating it on the tenant's first
+// append; see lockHead for why one upsert does both.
+const lockEventHead = `INSERT INTO event_heads (tenant_id, seq) VALUES ($1, 0)
+	ON CONFLICT (tenant_id) DO UPDATE SET seq = event_heads.seq
+	RETURNING seq`
+
+const (
+	insertEvent     = `INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+	insertEventUser = `INSERT INTO event_users (tenant_id, user_id, seq) VALUES ($1, $2, $3)`
+	advanceEvents   = `UPDATE event_heads SET seq = $2 WHERE tenant_id = $1`
+	eventHeadOf     = `SELECT seq FROM event_heads WHERE tenant_id = $1`
+	eventCols       = `e.seq, e.id, e.tenant_id, e.type_id, e.occurred_at, e.received_at, e.user_ids, e.body`
+)
+
+// AppendEvents implements events.Store. It locks the head row of every
+// tenant in the call, in tenant id order (no deadlock between two calls),
+// then inserts the events and advances the heads, in one transaction
+// (Conn.Pipeline: two round trips on PostgreSQL). An append's events are
+// numbered under the head's lock and committed before it is released, so
+// seqs are gapless and a reader that sees a head sees every event up to it.
+func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
+	return s.AppendEventsAudited(ctx, evs, nil)
+}
+
+var _ events.AuditedAppender = (*Store)(nil)
+
+// AppendEventsAudited implements events.AuditedAppender: AppendEvents and
+// AppendAuditRecords in one transaction, so a post and its audit record
+// need one commit (one fsync). It locks the event heads (in tenant id
+// order), then the audit heads (likewise); appends of one kind lock only
+// their own heads, so no two appends can deadlock.
+func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, recs []*audit.Record) error {
+	if len(evs) == 0 && len(recs) == 0 {
+		return nil
+	}
+	ea := newEventAppend(evs)
+	aa, err := newAuditAppend(recs)
+	if err != nil {
+		return err
+	}
+	return s.c.Pipeline(ctx, func(b *Batch) {
+		ea.lock(b)
+		aa.lock(b)
+	}, func(b *Batch) {
+		ea.write(b)
+		aa.write(b)
+	})
+}
+
+// eventAppend is the statements of one append of events, in the two
+// batches of Conn.Pipeline: lock, then write.
+type eventAppend struct {
+	evs     []*events.Event
+	tenants []string // sorted, distinct
+	heads   map[string]int64
+}
+
+func newEventAppend(evs []*events.Event) *eventAppend {
+	a := &eventAppend{evs: evs}
+	for _, e := range evs {
+		a.tenants = append(a.tenants, e.TenantID)
+	}
+	slices.Sort(a.tenants)
+	a.tenants = slices.Compact(a.tenants)
+	return a
+}
+
+// lock queues the locks of the heads, in tenant id order; their results
+// fill a.heads.
+func (a *eventAppend) lock(b *Batch) {
+	a.heads = make(map[string]int64, len(a.tenants))
+	for _, id := range a.tenants {
+		b.QueryRow(func(row Row) error {
+			var seq int64
+			if err := row.Scan(&seq); err != nil {
+				return err
+			}
+			a.heads[id] = seq
+			return nil
+		}, lockEventHead, id)
+	}
+}
+
+// write numbers the events from the locked heads, gives them ids, and
+// queues their inserts (with their user rows) and the heads' advance.
+func (a *eventAppend) write(b *Batch) {
+	for _, e := range a.evs {
+		seq := a.heads[e.TenantID] + 1
+		a.heads[e.TenantID] = seq
+		e.Seq, e.ID = seq, ids.NewGUID()
+		users := e.UserIDs
+		if users == nil {
+			users = []string{}
+		}
+		b.Exec(nil, insertEvent, e.TenantID, seq, e.ID, e.TypeID, e.Time.UTC().Format(events.TimeLayout), e.ReceivedAt, users, string(e.Body))
+		for _, u := range e.UserIDs {
+			b.Exec(nil, insertEventUser, e.TenantID, u, seq)
+		}
+	}
+	for _, id := range a.tenants {
+		b.Exec(nil, advanceEvents, id, a.heads[id])
+	}
+}
+
+// eventWhere builds FROM and WHERE of a query: tenant, user through
+// event_users, the compiled filter and the plain index conditions it
+// implies.
+func (s *Store) eventWhere(tenantID string, q events.Query) (from, where string, args []any, err error) {
+	var conds []string
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if q.UserID != "" {
+		from = `event_users u JOIN events e ON e.tenant_id = u.tenant_id AND e.seq = u.seq`
+		conds = append(conds, `u.tenant_id = `+arg(tenantID), `u.user_id = `+arg(q.UserID))
+	} else {
+		from = `events e`
+		conds = append(conds, `e.tenant_id = `+arg(tenantID))
+	}
+	if q.Filter != nil {
+		// The plain type and time comparisons steer the planner to the
+		// type and time indexes. With a user the walk of that user's
+		// event_users rows is the one to take (a user has few events of
+		// the log, a type many): the comparisons are left out so that
+		// the planner cannot prefer a type index walk over the whole log.
+		if q.UserID == "" {
+			for _, c := range events.IndexConds(q.Filter) {
+				conds = append(conds, "e."+c.Column+" "+c.Op+" "+arg(c.Value))
+			}
+		}
+		cols := make(map[string]string, len(events.Columns))
+		for p, c := range events.Columns {
+			cols[p] = "e." + c
+		}
+		w, fargs, err := filter.SQL(q.Filter, filter.Dialect{Engine: s.d.Filter, FirstArg: len(args) + 1, Body: "e.body"}, cols)
+		if err != nil {
+			return "", "", nil, err
+		}
+		conds = append(conds, w)
+		args = append(args, fargs...)
+	}
+	return from, strings.Join(conds, " AND "), args, nil
+}
+
+// QueryEvents implements events.Store. Without a user the page walks
+// (tenant_id, seq) or, for a type filter, (tenant_id, type_id, seq)
+// backwards; with a user it walks event_users' (tenant_id, user_id, seq).
+func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query) ([]events.Event, int, error) {
+	page, count, args, err := s.eventQueries(tenantID, q)
+	if err != nil {
+		return nil, 0, err
+	}
+	evs, err := s.readEvents(ctx, s.c.Read(), page, append(slices.Clip(args), q.Limit, q.Offset)...)
+	if err != nil {
+		return nil, 0, err
+	}
+	total := 0
+	if q.CountLimit > 0 {
+		if err := s.c.Read().QueryRow(ctx, count, append(args, q.CountLimit)...).Scan(&total); err != nil {
+			return nil, 0, s.c.MapErr(err)
+		}
+	}
+	return evs, total, nil
+}
+
+// EventQuery returns the statement QueryEvents runs for a page, with its
+// arguments (the page's limit and offset last): for a look at its plan
+// (EXPLAIN) in tests and by operators.
+func (s *Store) EventQuery(tenantID string, q events.Query) (string, []any, error) {
+	page, _, args, err := s.eventQueries(tenantID, q)
+	return page, append(args, q.Limit, q.Offset), err
+}
+
+// eventQueries returns the page and count statements of a query and
+// their common arguments; the page's limit and offset, or the count's
+// limit, follow them.
+func (s *Store) eventQueries(tenantID string, q events.Query) (page, count string, args []any, err error) {
+	from, where, args, err := s.eventWhere(tenantID, q)
+	if err != nil {
+		return "", "", nil, err
+	}
+	order := "e.seq"
+	if q.UserID != "" {
+		order = "u.seq"
+	}
+	n := strconv.Itoa(len(args) + 1)
+	page = `SELECT ` + eventCols + ` FROM ` + from + ` WHERE ` + where + ` ORDER BY ` + order + ` DESC LIMIT $` + n + ` OFFSET $` + strconv.Itoa(len(args)+2)
+	count = `SELECT count(*) FROM (SELECT 1 FROM ` + from + ` WHERE ` + where + ` LIMIT $` + n + `) c`
+	return page, count, args, nil
+}
+
+// readEvents runs a query of eventCols on q.
+func (s *Store) readEvents(ctx context.Context, q Querier, query string, args ...any) ([]events.Event, error) {
+	return list(ctx, s, q, func(row Row) (events.Event, error) {
+		var (
+			e        events.Event
+			occurred string
+			body     []byte
+		)
+		if err := row.Scan(&e.Seq, &e.ID, &e.TenantID, &e.TypeID, &occurred, &e.ReceivedAt, &e.UserIDs, &body); err != nil {
+			return events.Event{}, err
+		}
+		t, err := time.Parse(events.TimeLayout, occurred)
+		if err != nil {
+			return events.Event{}, fault.E(fault.Internal, err)
+		}
+		e.Time, e.Body = t, body
+		if len(e.UserIDs) == 0 {
+			e.UserIDs = nil
+		}
+		return e, nil
+	}, query, args...)
+}
+
+// ListEventsAfter implements events.Store: a forward walk of (tenant_id,
+// seq), or of (tenant_id, type_id, seq) for one type.
+func (s *Store) ListEventsAfter(ctx context.Context, tenantID string, afterSeq int64, typeIDs []string, notBefore time.Time, limit int) ([]events.Event, error) {
+	q := `SELECT ` + eventCols + ` FROM events e WHERE e.tenant_id = $1 AND e.seq > $2 AND e.received_at >= $3`
+	args := []any{tenantID, afterSeq, notBefore}
+	if len(typeIDs) > 0 {
+		q += ` AND ` + s.d.In("e.type_id", 4)
+		args = append(args, typeIDs)
+	}
+	args = append(args, limit)
+	return s.readEvents(ctx, s.c.Read(), q+` ORDER BY e.seq LIMIT $`+strconv.Itoa(len(args)), args...)
+}
+
+// DeleteEventsBefore implements events.Store: one transaction deletes the
+// oldest events (through the received_at index; rows another process is
+// deleting are skipped where the database locks rows) and then their user
+// rows, by primary key.
+func (s *Store) DeleteEventsBefore(ctx context.Context, tenantID string, cutoff time.Time, limit int) (int, error) {
+	n := 0
+	err := s.c.Tx(ctx, func(q Querier) error {
+		type gone struct {
+			tenant string
+			seq    int64
+			users  []string
+		}
+		doomed, err := list(ctx, s, q, func(row Row) (gone, error) {
+			var g gone
+			err := row.Scan(&g.tenant, &g.seq, &g.users)
+			return g, err
+		}, `DELETE FROM events WHERE (tenant_id, seq) IN (SELECT tenant_id, seq FROM events
+			WHERE received_at < $1 AND ($2 = '' OR tenant_id = $2) ORDER BY received_at LIMIT $3`+s.d.SkipLocked+`)
+			RETURNING tenant_id, seq, user_ids`, cutoff, tenantID, limit)
+		if err != nil {
+			return err
+		}
+		b := &Batch{}
+		for _, g := range doomed {
+			for _, u := range g.users {
+				b.Exec(nil, `DELETE FROM event_users WHERE tenant_id = $1 AND user_id = $2 AND seq = $3`, g.tenant, u, g.seq)
+			}
+		}
+		n = len(doomed)
+		return q.Batch(ctx, b)
+	})
+	return n, err
+}

@@ -1,0 +1,222 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/notify"
+)
+
+var _ notify.Store = (*Store)(nil)
+
+const (
+	subCols    = `tenant_id, id, client_id, event_type_ids, subscribed_by, created_at, page_size, cursor, pages, last_request`
+	subSelect  = `SELECT ` + subCols + ` FROM notify_subscriptions WHERE tenant_id = $1 AND id = $2`
+	subAdvance = `UPDATE notify_subscriptions SET cursor = $3, pages = pages + 1, last_request = $4 WHERE tenant_id = $1 AND id = $2`
+	// maxSeqBatches bounds the batches of seqs one retrieval reads when
+	// the page comes out short because candidates were older than the
+	// retention: past it the page is returned short and the next
+	// retrieval goes on from there.
+	maxSeqBatches = 8
+)
+
+func scanNotifySub(row Row) (notify.Subscription, error) {
+	var (
+		sub  notify.Subscription
+		last *time.Time
+	)
+	if err := row.Scan(&sub.TenantID, &sub.ID, &sub.ClientID, &sub.EventTypeIDs, &sub.SubscribedBy, &sub.Created, &sub.PageSize, &sub.Cursor, &sub.Pages, &last); err != nil {
+		return sub, err
+	}
+	sub.LastRequest = orZero(last)
+	return sub, nil
+}
+
+// CreateNotifySubscription implements notify.Store. The cursor is the head
+// committed when the insert runs; an append committing later has larger
+// sequence numbers (appends number events under the head row's lock and
+// commit before releasing it), so the subscription sees it.
+func (s *Store) CreateNotifySubscription(ctx context.Context, sub *notify.Subscription) error {
+	return s.c.Tx(ctx, func(q Querier) error {
+		var head int64
+		if err := q.QueryRow(ctx, eventHeadOf, sub.TenantID).Scan(&head); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		_, err := q.Exec(ctx, `INSERT INTO notify_subscriptions (`+subCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)`,
+			sub.TenantID, sub.ID, sub.ClientID, sub.EventTypeIDs, sub.SubscribedBy, sub.Created, sub.PageSize, head, (*time.Time)(nil))
+		if err != nil {
+			return err
+		}
+		sub.Cursor = head
+		return nil
+	})
+}
+
+// GetNotifySubscription implements notify.Store.
+func (s *Store) GetNotifySubscription(ctx context.Context, tenantID, id string) (notify.Subscription, error) {
+	sub, err := scanNotifySub(s.c.Read().QueryRow(ctx, subSelect, tenantID, id))
+	return sub, s.notFound(err, "subscription")
+}
+
+// DeleteNotifySubscription implements notify.Store.
+func (s *Store) DeleteNotifySubscription(ctx context.Context, tenantID, id string) error {
+	n, err := s.c.Write().Exec(ctx, `DELETE FROM notify_subscriptions WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	return s.affected(n, err, "subscription")
+}
+
+// ConsumeNotifications implements notify.Store: it locks the
+// subscription's row (concurrent retrievals of one subscription, in any
+// process, run one after the other, each reading the cursor the previous
+// one committed), reads the head (every event up to it is committed: an
+// append advances the head in the transaction of its events), reads the
+// page and advances the cursor, then commits.
+func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, []events.Event, error) {
+	var (
+		sub notify.Subscription
+		out []events.Event
+	)
+	err := s.c.Tx(ctx, func(q Querier) error {
+		out = nil
+		// One round trip locks the row, then reads the head with a
+		// snapshot taken after the lock was granted (READ COMMITTED takes
+		// one per statement).
+		var head int64
+		b := &Batch{}
+		b.QueryRow(func(row Row) (err error) {
+			sub, err = scanNotifySub(row)
+			return s.notFound(err, "subscription")
+		}, subSelect+s.d.ForUpdate, tenantID, id)
+		b.QueryRow(func(row Row) error {
+			if err := row.Scan(&head); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			return nil
+		}, eventHeadOf, tenantID)
+		if err := q.Batch(ctx, b); err != nil {
+			return err
+		}
+		if sub.ClientID != clientID {
+			return fault.E(fault.Forbidden, "the client is not the subscription's client")
+		}
+		cursor := head
+		if head > sub.Cursor && len(sub.EventTypeIDs) > 0 {
+			var err error
+			if out, cursor, err = s.readNotifications(ctx, q, sub, head, notBefore); err != nil {
+				return err
+			}
+		}
+		cursor = max(cursor, sub.Cursor)
+		// The cursor's advance and the lock of the audit chain share a
+		// round trip; the record is written in the next. The chain is
+		// locked after the subscription: an audit append locks only the
+		// chain head, so no two transactions take these locks in
+		// opposite order.
+		b = &Batch{}
+		b.Exec(nil, subAdvance, tenantID, id, cursor, now)
+		var a *auditAppend
+		if rec != nil {
+			next := sub
+			next.Pages++
+			setRetrievalMeta(rec, next, len(out))
+			var err error
+			if a, err = newAuditAppend([]*audit.Record{rec}); err != nil {
+				return err
+			}
+			a.lock(b)
+		}
+		if err := q.Batch(ctx, b); err != nil {
+			return err
+		}
+		sub.Cursor, sub.Pages, sub.LastRequest = cursor, sub.Pages+1, now
+		if a == nil {
+			return nil
+		}
+		b = &Batch{}
+		a.write(b)
+		return q.Batch(ctx, b)
+	})
+	if err != nil {
+		return notify.Subscription{}, nil, err
+	}
+	return sub, out, nil
+}
+
+// CountNotifications implements notify.Store: per type, a range walk of
+// events_by_type, stopped at limit rows in all.
+func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription, notBefore time.Time, limit int) (int, error) {
+	if len(sub.EventTypeIDs) == 0 || limit <= 0 {
+		return 0, nil
+	}
+	var n int
+	err := s.c.Read().QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM events
+		WHERE tenant_id = $1 AND `+s.d.In("type_id", 2)+` AND seq > $3 AND received_at >= $4 LIMIT $5) c`,
+		sub.TenantID, sub.EventTypeIDs, sub.Cursor, notBefore, limit).Scan(&n)
+	return n, s.c.MapErr(err)
+}
+
+// setRetrievalMeta completes the audit record of a retrieval.
+func setRetrievalMeta(rec *audit.Record, sub notify.Subscription, results int) {
+	if rec.Meta == nil {
+		rec.Meta = map[string]any{}
+	}
+	rec.Meta["results"] = results
+	rec.Meta["page"] = sub.Pages
+}
+
+// readNotifications reads up to sub.PageSize events of sub's types with
+// Seq in (sub.Cursor, head] received at or after notBefore, and returns
+// them and the cursor after them: the last seq looked at when the page is
+// full, else head.
+//
+// For one type, one walk of events_by_type (tenant_id, type_id, seq) from
+// the cursor reads the page. For several, one IN over that index would
+// have to sort the whole backlog and a walk of the primary key could pass
+// over any number of events of other types; instead each type's stretch of
+// the index is walked for at most a page of seqs, index only, the walks
+// are merged (Dialect.NotifySeqs), and the page's rows are then read by
+// key. A page costs at most a page of index entries per type plus a page
+// of rows, however long the backlog.
+func (s *Store) readNotifications(ctx context.Context, q Querier, sub notify.Subscription, head int64, notBefore time.Time) ([]events.Event, int64, error) {
+	if len(sub.EventTypeIDs) == 1 {
+		out, err := s.readEvents(ctx, q, `SELECT `+eventCols+` FROM events e
+			WHERE e.tenant_id = $1 AND e.type_id = $2 AND e.seq > $3 AND e.seq <= $4 AND e.received_at >= $5
+			ORDER BY e.seq LIMIT $6`, sub.TenantID, sub.EventTypeIDs[0], sub.Cursor, head, notBefore, sub.PageSize)
+		if err != nil || len(out) < sub.PageSize {
+			return out, head, err
+		}
+		return out, out[len(out)-1].Seq, nil
+	}
+	var out []events.Event
+	cursor := sub.Cursor
+	for range maxSeqBatches {
+		want := sub.PageSize - len(out)
+		query, args := s.d.NotifySeqs(sub.TenantID, sub.EventTypeIDs, cursor, head, want)
+		seqs, err := list(ctx, s, q, func(row Row) (int64, error) {
+			var seq int64
+			err := row.Scan(&seq)
+			return seq, err
+		}, query, args...)
+		if err != nil || len(seqs) == 0 {
+			return out, head, err
+		}
+		evs, err := s.readEvents(ctx, q, `SELECT `+eventCols+` FROM events e
+			WHERE e.tenant_id = $1 AND `+s.d.In("e.seq", 2)+` AND e.received_at >= $3 ORDER BY e.seq`, sub.TenantID, seqs, notBefore)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, evs...)
+		if len(seqs) < want {
+			return out, head, nil // every candidate up to head was looked at
+		}
+		cursor = seqs[len(seqs)-1]
+		if len(out) == sub.PageSize {
+			break
+		}
+	}
+	return out, cursor, nil
+}

@@ -1,0 +1,308 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/latchkey/latchkey/events/filter"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/migrations"
+)
+
+// Rows is a result set being read. pgx.Rows satisfies it as it is.
+type Rows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+	Close()
+}
+
+// Row is the first row of a result. Scan reports an error matching
+// sql.ErrNoRows (errors.Is) when there is none.
+type Row interface {
+	Scan(dest ...any) error
+}
+
+// Querier runs statements: on a pool, or inside a transaction. Statements
+// use $1, $2, ... placeholders, which both databases read.
+type Querier interface {
+	Query(ctx context.Context, query string, args ...any) (Rows, error)
+	QueryRow(ctx context.Context, query string, args ...any) Row
+	// Exec returns the number of rows the statement changed.
+	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// Batch runs b's statements in order and hands each its result; the
+	// database may send them together (PostgreSQL does, in one round
+	// trip). Outside a transaction a batch of reads sees one snapshot
+	// where the database gives one cheaply.
+	Batch(ctx context.Context, b *Batch) error
+}
+
+// Conn is a database as the store uses it: what a driver package
+// (store/sqlite, store/postgres) hands to New.
+//
+// Values are bound and scanned as Go types: time.Time, *time.Time (nil is
+// "none"), []string and []int64 lists, []byte, string, integers, bool. A
+// Conn whose database has no such column type converts them (SQLite keeps
+// times as integer microseconds, with 0 for "none", and lists as JSON
+// text); scanning a time yields UTC.
+type Conn interface {
+	// Read runs reads outside a transaction.
+	Read() Querier
+	// Write runs single statements that write, outside a transaction.
+	Write() Querier
+	// Tx runs fn in a write transaction, committing when it returns nil.
+	// fn may be run again after a serialization failure, so it must
+	// derive everything it writes from what it reads inside.
+	Tx(ctx context.Context, fn func(Querier) error) error
+	// Pipeline runs one write transaction as two batches: first (locks
+	// and reads whose results the second needs), then second, built
+	// after first's results were handed out. PostgreSQL sends BEGIN with
+	// the first and COMMIT with the second: two round trips in all.
+	Pipeline(ctx context.Context, first, second func(*Batch)) error
+	// MapErr turns a driver error into a fault kind by error code; faults
+	// pass through.
+	MapErr(err error) error
+	// Applied lists the migration versions applied to the database.
+	Applied(ctx context.Context) ([]int, error)
+	Close() error
+}
+
+// Dialect is the SQL text that differs between the databases.
+type Dialect struct {
+	// Name names the database in errors ("sqlite", "postgres").
+	Name string
+	// Filter is how event filters compile.
+	Filter filter.Engine
+	// In is the condition that expr is one of the list bound as
+	// parameter $n (a []string or []int64).
+	In func(expr string, n int) string
+	// ForUpdate follows a SELECT whose rows the transaction changes next
+	// (row locks; empty where writers are serialised anyway).
+	ForUpdate string
+	// SkipLocked follows a SELECT that picks rows for one claimer among
+	// several (FOR UPDATE SKIP LOCKED; empty where writers are serialised).
+	SkipLocked string
+	// LockKey, when set, is a statement that takes a lock on the string
+	// bound as $1 until the transaction ends (an advisory lock), where
+	// writers are not serialised anyway.
+	LockKey string
+	// Unindexed wraps a column in a condition whose index the planner must
+	// not prefer (SQLite's unary +).
+	Unindexed func(col string) string
+	// NotifySeqs returns the query (and its arguments) of the merge of
+	// one index-only walk of events_by_type per type: the first limit
+	// seqs in (after, head] of any of types, in order.
+	NotifySeqs func(tenantID string, types []string, after, head int64, limit int) (string, []any)
+}
+
+// Store is every area's store on one SQL database. It is safe for
+// concurrent use.
+type Store struct {
+	c          Conn
+	d          Dialect
+	migrations []migrations.Migration
+}
+
+// New returns the store on c. want lists the migrations built into the
+// binary, for Ready.
+func New(c Conn, d Dialect, want []migrations.Migration) *Store {
+	return &Store{c: c, d: d, migrations: want}
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.c.Close() }
+
+// Ready reports whether the database answers and every migration built
+// into this binary is applied (fault.Unavailable otherwise). It runs one
+// small query, for a readiness probe.
+func (s *Store) Ready(ctx context.Context) error {
+	applied, err := s.c.Applied(ctx)
+	if err != nil {
+		return fault.E(fault.Unavailable, s.d.Name+": the database does not answer", err)
+	}
+	return migrations.CheckApplied(s.d.Name, s.migrations, applied)
+}
+
+// Batch is statements sent together (see Querier.Batch); each may hand
+// its result to a function, which runs before the next statement's.
+type Batch struct {
+	Items []BatchItem
+}
+
+// BatchItem is one statement of a Batch; at most one of Exec, Row and
+// Rows is set.
+type BatchItem struct {
+	Query string
+	Args  []any
+	Exec  func(affected int64) error
+	Row   func(Row) error
+	Rows  func(Rows) error
+}
+
+// Exec queues a statement; fn, if not nil, gets the rows it changed.
+func (b *Batch) Exec(fn func(affected int64) error, query string, args ...any) {
+	b.Items = append(b.Items, BatchItem{Query: query, Args: args, Exec: fn})
+}
+
+// QueryRow queues a statement whose first row fn scans.
+func (b *Batch) QueryRow(fn func(Row) error, query string, args ...any) {
+	b.Items = append(b.Items, BatchItem{Query: query, Args: args, Row: fn})
+}
+
+// Query queues a statement whose rows fn reads; the rows are closed after.
+func (b *Batch) Query(fn func(Rows) error, query string, args ...any) {
+	b.Items = append(b.Items, BatchItem{Query: query, Args: args, Rows: fn})
+}
+
+// RunBatch runs b's statements one after another on q: Querier.Batch for
+// a database that cannot send them together.
+func RunBatch(ctx context.Context, q Querier, b *Batch) error {
+	for _, it := range b.Items {
+		switch {
+		case it.Row != nil:
+			if err := it.Row(q.QueryRow(ctx, it.Query, it.Args...)); err != nil {
+				return err
+			}
+		case it.Rows != nil:
+			rows, err := q.Query(ctx, it.Query, it.Args...)
+			if err != nil {
+				return err
+			}
+			err = it.Rows(rows)
+			rows.Close()
+			if err != nil {
+				return err
+			}
+		default:
+			n, err := q.Exec(ctx, it.Query, it.Args...)
+			if err != nil {
+				return err
+			}
+			if it.Exec != nil {
+				if err := it.Exec(n); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// collect reads every row of rows with scan; rows is closed after.
+func collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// list runs a query and collects its rows.
+func list[T any](ctx context.Context, s *Store, q Querier, scan func(Row) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, s.c.MapErr(err)
+	}
+	out, err := collect(rows, scan)
+	return out, s.c.MapErr(err)
+}
+
+// countedPage reads a page of rows and the count of all of them in one
+// snapshot (one batch on Read), so they agree under concurrent writes. The
+// page is never nil.
+func countedPage[T any](ctx context.Context, s *Store, scan func(Row) (T, error), count string, countArgs []any, query string, args ...any) ([]T, int, error) {
+	var (
+		total int
+		out   []T
+	)
+	b := &Batch{}
+	b.QueryRow(func(row Row) error { return row.Scan(&total) }, count, countArgs...)
+	b.Query(func(rows Rows) error {
+		var err error
+		out, err = collect(rows, scan)
+		return err
+	}, query, args...)
+	if err := s.c.Read().Batch(ctx, b); err != nil {
+		return nil, 0, s.c.MapErr(err)
+	}
+	out, _ = nonNil(out, nil)
+	return out, total, nil
+}
+
+// nonNil is s, or an empty slice for nil, for lists that encode as [].
+func nonNil[T any](s []T, err error) ([]T, error) {
+	if s == nil && err == nil {
+		s = []T{}
+	}
+	return s, err
+}
+
+// notFound maps "no rows" to a NotFound naming what was looked up.
+func (s *Store) notFound(err error, what string) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fault.E(fault.NotFound, what+" not found")
+	}
+	return s.c.MapErr(err)
+}
+
+// affected is the outcome of a write that must change a row: NotFound
+// naming what when it changed none.
+func (s *Store) affected(n int64, err error, what string) error {
+	if err != nil {
+		return s.c.MapErr(err)
+	}
+	if n == 0 {
+		return fault.E(fault.NotFound, what+" not found")
+	}
+	return nil
+}
+
+// exec runs one write statement outside a transaction.
+func (s *Store) exec(ctx context.Context, query string, args ...any) error {
+	_, err := s.c.Write().Exec(ctx, query, args...)
+	return s.c.MapErr(err)
+}
+
+// jsonText encodes v for a JSON column. A Go nil slice becomes JSON null,
+// as it always was, not SQL NULL.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // only called with plain structs and string slices
+	}
+	return string(b)
+}
+
+func unmarshal(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fault.E(fault.Internal, err)
+	}
+	return nil
+}
+
+// optTime is a time to store where the zero time means "none".
+func optTime(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// orZero is the time a nullable column held, or the zero time.
+func orZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs the PostgreSQL store's tests, and the two-process tests of the
+# Runs the PostgreSQL store's tests (store/postgres, and store/sqlstore's
+# tests on both databases), and the two-process tests of the
 # example server (two real server processes on one database), against the
 # machine's local server.
 #
@@ -38,7 +39,7 @@ fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
-go test -count=1 -v ./store/postgres/... 2>&1 | tee "$out" || status=$?
+go test -count=1 -v ./store/postgres/... ./store/sqlstore/... 2>&1 | tee "$out" || status=$?
 if [ "$status" -eq 0 ]; then
 	go test -count=1 -v -run '^(TestTwoProcessesOnePostgres|TestNotificationsExactlyOnceAcrossTwoProcesses)$' ./examples/server/ 2>&1 | tee -a "$out" || status=$?
 	if ! grep -q -- '--- PASS: TestTwoProcessesOnePostgres' "$out"; then

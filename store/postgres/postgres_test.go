@@ -296,55 +296,6 @@ func TestFailedAppendRollsBack(t *testing.T) {
 	}
 }
 
-// TestAppendEventsAuditedIsAtomic checks that AppendEventsAudited stores
-// the events and the records together, each with its own numbering, or,
-// when any part fails (a record whose meta cannot be encoded, before the
-// transaction; an event PostgreSQL cannot store, inside it), neither.
-func TestAppendEventsAuditedIsAtomic(t *testing.T) {
-	s := open(t, freshSchema(t))
-	defer s.Close()
-	tenant := identity.NewGUID()
-	now := storetest.Epoch
-	event := func(user string) *events.Event {
-		return &events.Event{TenantID: tenant, TypeID: "10001", Time: now, ReceivedAt: now, UserIDs: []string{user}, Body: []byte(`{"event_type_id":"10001"}`)}
-	}
-	record := func(meta map[string]any) *audit.Record {
-		return &audit.Record{Time: now, TenantID: tenant, Source: audit.SourceEvents, Action: events.ActionPost, Status: audit.StatusSuccess, Meta: meta}
-	}
-	evs := []*events.Event{event("u"), event("u")}
-	if err := s.AppendEventsAudited(t.Context(), evs, []*audit.Record{record(nil), record(nil)}); err != nil {
-		t.Fatal(err)
-	}
-	if evs[0].Seq != 1 || evs[1].Seq != 2 || evs[1].ID == "" {
-		t.Fatalf("events not numbered: %+v", evs)
-	}
-	bad := record(map[string]any{"x": make(chan int)})
-	if err := s.AppendEventsAudited(t.Context(), []*events.Event{event("u")}, []*audit.Record{bad}); err == nil {
-		t.Fatal("a record that cannot be encoded did not fail the append")
-	}
-	if err := s.AppendEventsAudited(t.Context(), []*events.Event{event("nul\x00user")}, []*audit.Record{record(nil)}); !fault.Is(fault.Invalid, err) {
-		t.Fatalf("an event with a NUL user id: %v, want kind %v", err, fault.Invalid)
-	}
-	got, err := s.ListEventsAfter(t.Context(), tenant, 0, nil, time.Time{}, 10)
-	if err != nil || len(got) != 2 {
-		t.Fatalf("%d events after failed appends, want 2 (%v)", len(got), err)
-	}
-	recs, err := s.ListAuditRecords(t.Context(), tenant, 0, 10)
-	if err != nil || len(recs) != 2 {
-		t.Fatalf("%d audit records after failed appends, want 2 (%v)", len(recs), err)
-	}
-	storetest.CheckChain(t, recs)
-	next := []*events.Event{event("u")}
-	if err := s.AppendEventsAudited(t.Context(), next, []*audit.Record{record(nil)}); err != nil || next[0].Seq != 3 {
-		t.Fatalf("next append: seq %d, %v", next[0].Seq, err)
-	}
-	if recs, _ := s.ListAuditRecords(t.Context(), tenant, 0, 10); len(recs) != 3 {
-		t.Errorf("%d audit records, want 3", len(recs))
-	} else {
-		storetest.CheckChain(t, recs)
-	}
-}
-
 // BenchmarkAppendAuditRecords measures appends of one record and of a
 // group-committed batch of 32, for one tenant (the serialised case) and
 // spread over many tenants (the parallel case).

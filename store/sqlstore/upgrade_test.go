@@ -1,17 +1,13 @@
-package postgres_test
+package sqlstore_test
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/authenticator"
@@ -21,52 +17,28 @@ import (
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/notify"
-	"github.com/latchkey/latchkey/store/postgres"
 	"github.com/latchkey/latchkey/store/storetest"
 	"github.com/latchkey/latchkey/vault"
 	"github.com/latchkey/latchkey/vtoken"
 )
 
-// TestUpgradeFromV11 loads testdata/upgrade/v11.sql, a pg_dump of a schema
-// written through the Store API by the store at migration 11 (commit
-// f3e24eb4f4c3), into a fresh schema, opens it (Open applies any later
-// migrations) and reads every area's data back. Do not regenerate the
-// file: it stands for databases in use.
+// TestUpgradeFromV11 opens databases written through the Store API by the
+// stores at migration 11 (commit f3e24eb, before the stores shared their
+// SQL): a SQLite file, and a pg_dump of a PostgreSQL schema loaded into a
+// fresh one. Open applies the later migrations; every area's data must
+// read back as written. Do not regenerate the files: they stand for
+// databases in use.
 func TestUpgradeFromV11(t *testing.T) {
-	schema := freshSchema(t)
-	dump, err := os.ReadFile(filepath.Join("testdata", "upgrade", "v11.sql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(t.Context(), dsn(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	// Exec without arguments uses the simple protocol, which runs a
-	// script of several statements; the dump names no schema.
-	for _, q := range []string{`CREATE SCHEMA ` + pgx.Identifier{schema}.Sanitize(), `SET search_path TO ` + pgx.Identifier{schema}.Sanitize(), string(dump)} {
-		if _, err := conn.Exec(t.Context(), q); err != nil {
-			t.Fatalf("loading the dump: %v", err)
-		}
-	}
-	s, err := postgres.Open(t.Context(), dsn(t), postgres.Options{Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
+	forEach(t, func(t *testing.T, db database) {
+		s, _ := db.open(t, db.v11)
+		checkUpgradeV11(t, s)
 	})
-	checkUpgradeV11(t, s)
 }
 
 // checkUpgradeV11 reads the v11 fixture back from s and compares it with
 // the values it was written with, then appends events and audit records
 // and claims leases, which must continue from the stored heads and treat
-// unset times as the v11 stores did. The same function is in
-// store/sqlite/upgrade_test.go; keep the two in step.
+// unset times as the v11 stores did.
 func checkUpgradeV11(t *testing.T, s storetest.Store) {
 	ctx := t.Context()
 	e0 := time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)

@@ -17,8 +17,8 @@ type conn struct {
 	pool *pgxpool.Pool
 }
 
-func (c *conn) Read() sqlstore.Querier  { return poolQuerier{c.pool} }
-func (c *conn) Write() sqlstore.Querier { return poolQuerier{c.pool} }
+func (c *conn) Read() sqlstore.Querier  { return querier{c.pool, c.pool} }
+func (c *conn) Write() sqlstore.Querier { return querier{c.pool, c.pool} }
 
 // Close waits for queries in flight and closes every connection. It
 // leaves the schema and its data in place.
@@ -31,7 +31,7 @@ func (c *conn) MapErr(err error) error { return mapErr(err) }
 
 // Tx runs fn in a READ COMMITTED transaction (see tx).
 func (c *conn) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	return c.tx(ctx, func(tx pgx.Tx) error { return fn(txQuerier{tx}) })
+	return c.tx(ctx, func(tx pgx.Tx) error { return fn(querier{q: tx}) })
 }
 
 func (c *conn) Applied(ctx context.Context) ([]int, error) {
@@ -50,60 +50,42 @@ type pgxQuerier interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
-func query(ctx context.Context, q pgxQuerier, sql string, args []any) (sqlstore.Rows, error) {
-	rows, err := q.Query(ctx, sql, args...)
+// querier is sqlstore.Querier on the pool (pool set) or in a transaction.
+type querier struct {
+	q    pgxQuerier
+	pool *pgxpool.Pool
+}
+
+func (q querier) Query(ctx context.Context, sql string, args ...any) (sqlstore.Rows, error) {
+	rows, err := q.q.Query(ctx, sql, args...)
 	if err != nil {
 		return nil, err
 	}
 	return rows, nil
 }
 
-func exec(ctx context.Context, q pgxQuerier, sql string, args []any) (int64, error) {
-	tag, err := q.Exec(ctx, sql, args...)
+func (q querier) QueryRow(ctx context.Context, sql string, args ...any) sqlstore.Row {
+	return q.q.QueryRow(ctx, sql, args...)
+}
+
+func (q querier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := q.q.Exec(ctx, sql, args...)
 	return tag.RowsAffected(), err
 }
 
-type poolQuerier struct{ p *pgxpool.Pool }
-
-func (q poolQuerier) Query(ctx context.Context, sql string, args ...any) (sqlstore.Rows, error) {
-	return query(ctx, q.p, sql, args)
-}
-
-func (q poolQuerier) QueryRow(ctx context.Context, sql string, args ...any) sqlstore.Row {
-	return q.p.QueryRow(ctx, sql, args...)
-}
-
-func (q poolQuerier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
-	return exec(ctx, q.p, sql, args)
-}
-
-// Batch runs b's reads in one REPEATABLE READ, read-only transaction (one
-// snapshot), sent with its BEGIN and COMMIT in one round trip.
-func (q poolQuerier) Batch(ctx context.Context, b *sqlstore.Batch) error {
-	conn, err := q.p.Acquire(ctx)
+// Batch sends b in one round trip. On the pool, b's reads run in one
+// REPEATABLE READ, read-only transaction (one snapshot) whose BEGIN and
+// COMMIT travel with them.
+func (q querier) Batch(ctx context.Context, b *sqlstore.Batch) error {
+	if q.pool == nil {
+		return q.q.SendBatch(ctx, queue(&pgx.Batch{}, b)).Close()
+	}
+	conn, err := q.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
 	return sendBatch(ctx, conn.Conn(), `BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY`, b, `COMMIT`)
-}
-
-type txQuerier struct{ tx pgx.Tx }
-
-func (q txQuerier) Query(ctx context.Context, sql string, args ...any) (sqlstore.Rows, error) {
-	return query(ctx, q.tx, sql, args)
-}
-
-func (q txQuerier) QueryRow(ctx context.Context, sql string, args ...any) sqlstore.Row {
-	return q.tx.QueryRow(ctx, sql, args...)
-}
-
-func (q txQuerier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
-	return exec(ctx, q.tx, sql, args)
-}
-
-func (q txQuerier) Batch(ctx context.Context, b *sqlstore.Batch) error {
-	return q.tx.SendBatch(ctx, queue(&pgx.Batch{}, b)).Close()
 }
 
 // queue adds b's statements to pb, each handing its result to b's

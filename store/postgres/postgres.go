@@ -188,20 +188,27 @@ func (c *conn) migrate(ctx context.Context, schema string, ms []migrations.Migra
 // (up to maxAttempts), so fn must compute everything it writes from what it
 // reads inside the transaction.
 func (c *conn) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, c.pool, fn)
+	return retry(ctx, func() error { return pgx.BeginFunc(ctx, c.pool, fn) })
+}
+
+// retry runs attempt, again after a serialization failure or deadlock, up
+// to maxAttempts times, and maps the error it ends with.
+func retry(ctx context.Context, attempt func() error) error {
+	for n := 1; ; n++ {
+		err := attempt()
 		if err == nil {
 			return nil
 		}
-		if attempt < maxAttempts && retryable(err) && ctx.Err() == nil {
+		if n < maxAttempts && retryable(err) && ctx.Err() == nil {
 			continue
 		}
 		return mapErr(err)
 	}
 }
 
-// Pipeline implements sqlstore.Conn: it runs one transaction in two round trips where BEGIN, a
-// batch and COMMIT sent apart take four: first queues statements after
+// Pipeline implements sqlstore.Conn: it runs one transaction in two round
+// trips where BEGIN, a batch and COMMIT sent apart take four: first queues
+// statements after
 // BEGIN in one batch (their callbacks read the results when it returns);
 // then second queues, from what those read, the statements that follow,
 // and COMMIT goes in the same batch. The round trips saved are time the
@@ -210,16 +217,7 @@ func (c *conn) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 // transaction is rolled back. Retried as tx is; first and second are then
 // called again.
 func (c *conn) Pipeline(ctx context.Context, first, second func(*sqlstore.Batch)) error {
-	for attempt := 1; ; attempt++ {
-		err := c.pipelinedOnce(ctx, first, second)
-		if err == nil {
-			return nil
-		}
-		if attempt < maxAttempts && retryable(err) && ctx.Err() == nil {
-			continue
-		}
-		return mapErr(err)
-	}
+	return retry(ctx, func() error { return c.pipelinedOnce(ctx, first, second) })
 }
 
 func (c *conn) pipelinedOnce(ctx context.Context, first, second func(*sqlstore.Batch)) error {
@@ -275,18 +273,10 @@ func retryable(err error) bool {
 }
 
 // mapErr turns driver errors into fault kinds by SQLSTATE and by error
-// type, never by message text. Errors that are already faults pass through.
-func mapErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var fe *fault.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	if errors.Is(err, pgx.ErrNoRows) {
-		return fault.E(fault.NotFound, "not found", err)
-	}
+// type (codeErr), never by message text.
+func mapErr(err error) error { return sqlstore.MapErr(err, codeErr) }
+
+func codeErr(err error) error {
 	if code := sqlState(err); code != "" {
 		switch {
 		case code == codeUniqueViolation:
@@ -305,11 +295,11 @@ func mapErr(err error) error {
 		return fault.E(fault.Internal, err)
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fault.E(fault.Unavailable, "request cancelled", err)
+		return nil // "request cancelled"
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) || pgconn.Timeout(err) {
 		return fault.E(fault.Unavailable, "database unavailable; try again", err)
 	}
-	return fault.E(fault.Internal, err)
+	return nil
 }

@@ -60,115 +60,101 @@ func (p *pool) close() error {
 	return p.db.Close()
 }
 
-func (p *pool) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	var (
-		r   *sql.Rows
-		err error
-	)
-	if st := p.stmt(ctx, query); st != nil {
-		r, err = st.QueryContext(ctx, bind(args)...)
-	} else {
-		r, err = p.db.QueryContext(ctx, query, bind(args)...)
+// runner is what a pool and a transaction share.
+type runner interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// querier is sqlstore.Querier on a pool or in a transaction: a statement
+// runs prepared when stmt has it, else unprepared on run.
+type querier struct {
+	run  runner
+	stmt func(ctx context.Context, query string) *sql.Stmt
+	// batch runs a sqlstore.Batch; nil runs it in order on this querier.
+	batch func(ctx context.Context, b *sqlstore.Batch) error
+}
+
+func (p *pool) querier() *querier {
+	return &querier{run: p.db, stmt: p.stmt, batch: p.readBatch}
+}
+
+// on returns where query runs: its prepared statement, or run.
+func (q *querier) on(ctx context.Context, query string) runner {
+	if st := q.stmt(ctx, query); st != nil {
+		return stmtRunner{st}
 	}
+	return q.run
+}
+
+func (q *querier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
+	r, err := q.on(ctx, query).QueryContext(ctx, query, bind(args)...)
 	if err != nil {
 		return nil, err
 	}
 	return rows{r}, nil
 }
 
-func (p *pool) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
-	if st := p.stmt(ctx, query); st != nil {
-		return row{st.QueryRowContext(ctx, bind(args)...)}
-	}
-	return row{p.db.QueryRowContext(ctx, query, bind(args)...)}
+func (q *querier) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
+	return row{q.on(ctx, query).QueryRowContext(ctx, query, bind(args)...)}
 }
 
-func (p *pool) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	var (
-		res sql.Result
-		err error
-	)
-	if st := p.stmt(ctx, query); st != nil {
-		res, err = st.ExecContext(ctx, bind(args)...)
-	} else {
-		res, err = p.db.ExecContext(ctx, query, bind(args)...)
-	}
+func (q *querier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := q.on(ctx, query).ExecContext(ctx, query, bind(args)...)
 	if err != nil {
 		return 0, err
 	}
 	return res.RowsAffected()
 }
 
-// Batch runs b in one read transaction, so its statements see one
+// stmtRunner runs its statement, whatever the query text says.
+type stmtRunner struct{ st *sql.Stmt }
+
+func (r stmtRunner) QueryContext(ctx context.Context, _ string, args ...any) (*sql.Rows, error) {
+	return r.st.QueryContext(ctx, args...)
+}
+
+func (r stmtRunner) QueryRowContext(ctx context.Context, _ string, args ...any) *sql.Row {
+	return r.st.QueryRowContext(ctx, args...)
+}
+
+func (r stmtRunner) ExecContext(ctx context.Context, _ string, args ...any) (sql.Result, error) {
+	return r.st.ExecContext(ctx, args...)
+}
+
+func (q *querier) Batch(ctx context.Context, b *sqlstore.Batch) error {
+	if q.batch != nil {
+		return q.batch(ctx, b)
+	}
+	return sqlstore.RunBatch(ctx, q, b)
+}
+
+// readBatch runs b in one read transaction, so its statements see one
 // snapshot. (Batches that write run in Conn.Tx.)
-func (p *pool) Batch(ctx context.Context, b *sqlstore.Batch) error {
+func (p *pool) readBatch(ctx context.Context, b *sqlstore.Batch) error {
 	tx, err := p.db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	return sqlstore.RunBatch(ctx, &txQuerier{tx: tx, p: p}, b)
-}
-
-// txQuerier runs statements in a transaction, through the statements
-// prepared on its pool. One not yet prepared runs unprepared and is noted
-// in missed: preparing it on the pool now would wait for the connection
-// the transaction holds (the writer pool has one).
-type txQuerier struct {
-	tx     *sql.Tx
-	p      *pool
-	missed []string
-}
-
-func (q *txQuerier) stmt(ctx context.Context, query string) *sql.Stmt {
-	if st, ok := q.p.stmts.Load(query); ok {
-		return q.tx.StmtContext(ctx, st.(*sql.Stmt))
-	}
-	q.missed = append(q.missed, query)
-	return nil
-}
-
-func (q *txQuerier) Query(ctx context.Context, query string, args ...any) (sqlstore.Rows, error) {
-	var (
-		r   *sql.Rows
-		err error
-	)
-	if st := q.stmt(ctx, query); st != nil {
-		r, err = st.QueryContext(ctx, bind(args)...)
-	} else {
-		r, err = q.tx.QueryContext(ctx, query, bind(args)...)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return rows{r}, nil
-}
-
-func (q *txQuerier) QueryRow(ctx context.Context, query string, args ...any) sqlstore.Row {
-	if st := q.stmt(ctx, query); st != nil {
-		return row{st.QueryRowContext(ctx, bind(args)...)}
-	}
-	return row{q.tx.QueryRowContext(ctx, query, bind(args)...)}
-}
-
-func (q *txQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	var (
-		res sql.Result
-		err error
-	)
-	if st := q.stmt(ctx, query); st != nil {
-		res, err = st.ExecContext(ctx, bind(args)...)
-	} else {
-		res, err = q.tx.ExecContext(ctx, query, bind(args)...)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return res.RowsAffected()
-}
-
-func (q *txQuerier) Batch(ctx context.Context, b *sqlstore.Batch) error {
+	q, _ := p.inTx(tx)
 	return sqlstore.RunBatch(ctx, q, b)
+}
+
+// inTx returns a querier in tx and the queries it ran that p has not
+// prepared. They run unprepared: preparing them on the pool now would
+// wait for the connection tx holds (the writer pool has one). Conn.Tx
+// prepares them after the commit.
+func (p *pool) inTx(tx *sql.Tx) (*querier, *[]string) {
+	var missed []string
+	return &querier{run: tx, stmt: func(ctx context.Context, query string) *sql.Stmt {
+		if st, ok := p.stmts.Load(query); ok {
+			return tx.StmtContext(ctx, st.(*sql.Stmt))
+		}
+		missed = append(missed, query)
+		return nil
+	}}, &missed
 }
 
 type rows struct{ *sql.Rows }

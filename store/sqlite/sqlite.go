@@ -101,6 +101,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetMaxOpenConns(1)
 	w.SetConnMaxIdleTime(0)
 	c := &conn{w: newPool(w)}
+	c.wq = c.w.querier()
 	if err := c.migrate(ctx, want); err != nil {
 		w.Close()
 		return nil, err
@@ -112,6 +113,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	}
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	c.r = newPool(r)
+	c.rq = c.r.querier()
 	return &Store{sqlstore.New(c, Dialect, want)}, nil
 }
 
@@ -150,11 +152,12 @@ func (c *conn) apply(ctx context.Context, m migrations.Migration) error {
 
 // conn is sqlstore.Conn on the writer and the readers.
 type conn struct {
-	w, r *pool
+	w, r   *pool
+	wq, rq *querier
 }
 
-func (c *conn) Read() sqlstore.Querier  { return c.r }
-func (c *conn) Write() sqlstore.Querier { return c.w }
+func (c *conn) Read() sqlstore.Querier  { return c.rq }
+func (c *conn) Write() sqlstore.Querier { return c.wq }
 
 func (c *conn) Close() error {
 	return errors.Join(c.r.close(), c.w.close())
@@ -171,7 +174,7 @@ func (c *conn) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
 	if err != nil {
 		return mapErr(err)
 	}
-	q := &txQuerier{tx: tx, p: c.w}
+	q, missed := c.w.inTx(tx)
 	if err := fn(q); err != nil {
 		tx.Rollback()
 		return mapErr(err)
@@ -179,7 +182,7 @@ func (c *conn) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
 	if err := tx.Commit(); err != nil {
 		return mapErr(err)
 	}
-	for _, query := range q.missed {
+	for _, query := range *missed {
 		c.w.stmt(ctx, query)
 	}
 	return nil
@@ -199,7 +202,7 @@ func (c *conn) Pipeline(ctx context.Context, first, second func(*sqlstore.Batch)
 }
 
 func (c *conn) Applied(ctx context.Context) ([]int, error) {
-	rows, err := c.r.Query(ctx, `SELECT version FROM schema_migrations`)
+	rows, err := c.rq.Query(ctx, `SELECT version FROM schema_migrations`)
 	if err != nil {
 		return nil, err
 	}
@@ -217,27 +220,17 @@ func (c *conn) Applied(ctx context.Context) ([]int, error) {
 
 // mapErr turns driver errors into fault kinds by SQLite result code.
 func mapErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	var fe *fault.Error
-	if errors.As(err, &fe) {
-		return err
-	}
-	if errors.Is(err, sql.ErrNoRows) {
-		return fault.E(fault.NotFound, "not found", err)
-	}
-	var se *sqlite.Error
-	if errors.As(err, &se) {
+	return sqlstore.MapErr(err, func(err error) error {
+		var se *sqlite.Error
+		if !errors.As(err, &se) {
+			return nil
+		}
 		switch se.Code() {
 		case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
 			return fault.E(fault.Conflict, "already exists", err)
 		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
 			return fault.E(fault.Unavailable, "database busy; try again", err)
 		}
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return fault.E(fault.Unavailable, "request cancelled", err)
-	}
-	return fault.E(fault.Internal, err)
+		return nil
+	})
 }

@@ -98,14 +98,8 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub eventstream.Subscrip
 
 // DeleteSubscription implements eventstream.Store.
 func (s *Store) DeleteSubscription(ctx context.Context, tenantID, kind, id string) error {
-	return s.c.Tx(ctx, func(q Querier) error {
-		n, err := q.Exec(ctx, `DELETE FROM eventstream_subscriptions WHERE tenant_id = $1 AND kind = $2 AND id = $3`, tenantID, kind, id)
-		if err := s.affected(n, err, "subscription"); err != nil {
-			return err
-		}
-		_, err = q.Exec(ctx, `DELETE FROM eventstream_dead_letters WHERE tenant_id = $1 AND subscription_id = $2`, tenantID, id)
-		return err
-	})
+	return s.deleteWith(ctx, "subscription", `DELETE FROM eventstream_subscriptions WHERE tenant_id = $1 AND kind = $2 AND id = $3`, []any{tenantID, kind, id},
+		`DELETE FROM eventstream_dead_letters WHERE tenant_id = $1 AND subscription_id = $2`, tenantID, id)
 }
 
 // ClaimSubscriptions implements eventstream.Store: it renews owner's live

@@ -215,6 +215,30 @@ func list[T any](ctx context.Context, s *Store, q Querier, scan func(Row) (T, er
 	return out, s.c.MapErr(err)
 }
 
+// MapErr turns a database error into a fault: faults pass through, "no
+// rows" is NotFound, then code (a driver's mapping by error code, nil for
+// errors it does not know), then a cancelled context is Unavailable and
+// anything else Internal. Drivers implement Conn.MapErr with it.
+func MapErr(err error, code func(error) error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *fault.Error
+	if errors.As(err, &fe) {
+		return err
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return fault.E(fault.NotFound, "not found", err)
+	}
+	if f := code(err); f != nil {
+		return f
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fault.E(fault.Unavailable, "request cancelled", err)
+	}
+	return fault.E(fault.Internal, err)
+}
+
 // countedPage reads a page of rows and the count of all of them in one
 // snapshot (one batch on Read), so they agree under concurrent writes. The
 // page is never nil.
@@ -272,6 +296,19 @@ func (s *Store) affected(n int64, err error, what string) error {
 func (s *Store) exec(ctx context.Context, query string, args ...any) error {
 	_, err := s.c.Write().Exec(ctx, query, args...)
 	return s.c.MapErr(err)
+}
+
+// deleteWith deletes a row (NotFound naming what when there is none) and
+// the rows that belong to it, in one transaction.
+func (s *Store) deleteWith(ctx context.Context, what, del string, delArgs []any, children string, childArgs ...any) error {
+	return s.c.Tx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, del, delArgs...)
+		if err := s.affected(n, err, what); err != nil {
+			return err
+		}
+		_, err = q.Exec(ctx, children, childArgs...)
+		return err
+	})
 }
 
 // jsonText encodes v for a JSON column. A Go nil slice becomes JSON null,

@@ -117,14 +117,8 @@ func (s *Store) UpdateToken(ctx context.Context, tenantID, userID, id string, fn
 
 // DeleteToken implements vtoken.Store.
 func (s *Store) DeleteToken(ctx context.Context, tenantID, userID, id string) error {
-	return s.c.Tx(ctx, func(q Querier) error {
-		n, err := q.Exec(ctx, `DELETE FROM vtoken_tokens WHERE tenant_id = $1 AND user_id = $2 AND id = $3`, tenantID, userID, id)
-		if err := s.affected(n, err, "token"); err != nil {
-			return err
-		}
-		_, err = q.Exec(ctx, `DELETE FROM vtoken_certificates WHERE tenant_id = $1 AND token_id = $2`, tenantID, id)
-		return err
-	})
+	return s.deleteWith(ctx, "token", `DELETE FROM vtoken_tokens WHERE tenant_id = $1 AND user_id = $2 AND id = $3`, []any{tenantID, userID, id},
+		`DELETE FROM vtoken_certificates WHERE tenant_id = $1 AND token_id = $2`, tenantID, id)
 }
 
 // AddCertificates implements vtoken.Store; the token row is locked so a

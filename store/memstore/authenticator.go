@@ -1,9 +1,7 @@
 package memstore
 
 import (
-	"cmp"
 	"context"
-	"slices"
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
@@ -12,165 +10,93 @@ import (
 	"github.com/latchkey/latchkey/identity"
 )
 
-var _ authenticator.Store = (*Store)(nil)
-
 // authnData holds area C: authenticators and challenges by tenant/id.
 type authnData struct {
 	auths      map[string]authenticator.Authenticator
 	challenges map[string]authenticator.Challenge
 }
 
-func (s *Store) authn() *authnData {
-	if s.authnArea == nil {
-		s.authnArea = &authnData{auths: map[string]authenticator.Authenticator{}, challenges: map[string]authenticator.Challenge{}}
-	}
-	return s.authnArea
-}
-
-func cloneAuthenticator(a authenticator.Authenticator) authenticator.Authenticator {
-	a.PublicKey = slices.Clone(a.PublicKey)
-	if a.LastUsedAt != nil {
-		t := *a.LastUsedAt
-		a.LastUsedAt = &t
-	}
-	if a.LastSuccessAt != nil {
-		t := *a.LastSuccessAt
-		a.LastSuccessAt = &t
-	}
-	return a
-}
-
 // CreateAuthenticator implements authenticator.Store.
 func (s *Store) CreateAuthenticator(ctx context.Context, a authenticator.Authenticator) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.authn().auths
-	if _, ok := m[a.TenantID+"/"+a.ID]; ok {
-		return fault.E(fault.Conflict, "authenticator exists")
-	}
-	m[a.TenantID+"/"+a.ID] = cloneAuthenticator(a)
-	return nil
+	defer s.lock()()
+	return s.insertAuthenticatorLocked(a)
+}
+
+// insertAuthenticatorLocked stores a copy of a; s.mu is held.
+func (s *Store) insertAuthenticatorLocked(a authenticator.Authenticator) error {
+	return insert(s.authn.auths, tenantKey(a.TenantID, a.ID), cloneAuthenticator(a), "authenticator exists")
 }
 
 // GetAuthenticator implements authenticator.Store.
 func (s *Store) GetAuthenticator(ctx context.Context, tenantID, id string) (authenticator.Authenticator, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	a, ok := s.authn().auths[tenantID+"/"+id]
-	if !ok {
-		return authenticator.Authenticator{}, fault.E(fault.NotFound, "authenticator not found")
-	}
-	return cloneAuthenticator(a), nil
+	defer s.lock()()
+	return get(s.authn.auths, tenantKey(tenantID, id), nil, cloneAuthenticator, "authenticator not found")
 }
 
 // ListAuthenticators implements authenticator.Store.
 func (s *Store) ListAuthenticators(ctx context.Context, tenantID string, userID identity.ObjectID, offset, limit int) ([]authenticator.Authenticator, int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var all []authenticator.Authenticator
-	for _, a := range s.authn().auths {
-		if a.TenantID == tenantID && a.UserID == userID {
-			all = append(all, a)
-		}
-	}
-	slices.SortFunc(all, func(a, b authenticator.Authenticator) int {
-		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
-	})
-	out := []authenticator.Authenticator{}
-	for i := offset; i >= 0 && i < len(all) && len(out) < limit; i++ {
-		out = append(out, cloneAuthenticator(all[i]))
-	}
-	return out, len(all), nil
+	defer s.lock()()
+	mine := func(a authenticator.Authenticator) bool { return a.TenantID == tenantID && a.UserID == userID }
+	all := appendMatching(nil, s.authn.auths, mine, cloneAuthenticator)
+	sortByTimeID(all, func(a authenticator.Authenticator) (time.Time, string) { return a.CreatedAt, a.ID })
+	return page(all, offset, limit)
 }
 
 // UpdateAuthenticator implements authenticator.Store.
 func (s *Store) UpdateAuthenticator(ctx context.Context, a authenticator.Authenticator, prevUpdatedAt time.Time) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.authn().auths
-	cur, ok := m[a.TenantID+"/"+a.ID]
-	if !ok {
-		return fault.E(fault.NotFound, "authenticator not found")
-	}
-	if !cur.UpdatedAt.Equal(prevUpdatedAt) {
-		return fault.E(fault.Conflict, "authenticator changed")
-	}
-	n := cloneAuthenticator(a)
-	cur.State, cur.FriendlyName, cur.SignCount = n.State, n.FriendlyName, n.SignCount
-	cur.LastUsedAt, cur.LastSuccessAt, cur.UpdatedAt = n.LastUsedAt, n.LastSuccessAt, n.UpdatedAt
-	m[a.TenantID+"/"+a.ID] = cur
-	return nil
+	defer s.lock()()
+	return update(s.authn.auths, tenantKey(a.TenantID, a.ID), nil, "authenticator not found", func(cur *authenticator.Authenticator) error {
+		if !cur.UpdatedAt.Equal(prevUpdatedAt) {
+			return fault.E(fault.Conflict, "authenticator changed")
+		}
+		n := cloneAuthenticator(a)
+		cur.State, cur.FriendlyName, cur.SignCount = n.State, n.FriendlyName, n.SignCount
+		cur.LastUsedAt, cur.LastSuccessAt, cur.UpdatedAt = n.LastUsedAt, n.LastSuccessAt, n.UpdatedAt
+		return nil
+	})
 }
 
 // DeleteAuthenticator implements authenticator.Store.
 func (s *Store) DeleteAuthenticator(ctx context.Context, tenantID, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.authn().auths
-	if _, ok := m[tenantID+"/"+id]; !ok {
-		return fault.E(fault.NotFound, "authenticator not found")
-	}
-	delete(m, tenantID+"/"+id)
-	return nil
+	defer s.lock()()
+	return remove(s.authn.auths, tenantKey(tenantID, id), nil, "authenticator not found")
 }
 
-// CreateChallenge implements authenticator.Store.
+// CreateChallenge implements authenticator.Store. Expired challenges are
+// swept whenever one is created.
 func (s *Store) CreateChallenge(ctx context.Context, c authenticator.Challenge) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.authn().challenges
+	defer s.lock()()
+	m := s.authn.challenges
 	for k, o := range m {
 		if o.ExpiresAt.Before(c.CreatedAt) {
 			delete(m, k)
 		}
 	}
-	if _, ok := m[c.TenantID+"/"+c.Value]; ok {
-		return fault.E(fault.Conflict, "challenge exists")
-	}
-	m[c.TenantID+"/"+c.Value] = c
-	return nil
+	return insert(m, tenantKey(c.TenantID, c.Value), c, "challenge exists")
 }
 
 // TakeChallenge implements authenticator.Store.
 func (s *Store) TakeChallenge(ctx context.Context, tenantID, value string) (authenticator.Challenge, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.authn().challenges
-	c, ok := m[tenantID+"/"+value]
-	if !ok {
-		return authenticator.Challenge{}, fault.E(fault.NotFound, "challenge not found")
-	}
-	delete(m, tenantID+"/"+value)
-	return c, nil
+	defer s.lock()()
+	return take(s.authn.challenges, tenantKey(tenantID, value), nil, "challenge not found")
 }
-
-var _ authenticator.BatchStore = (*Store)(nil)
 
 // CreateAuthenticators implements authenticator.BatchStore.
 func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Authenticator) ([]error, error) {
-	errs := make([]error, len(as))
-	for i, a := range as {
-		errs[i] = s.CreateAuthenticator(ctx, a)
-	}
-	return errs, nil
+	noRecords := make([]*audit.Record, len(as))
+	return s.CreateAuthenticatorsAudited(ctx, as, noRecords, noRecords)
 }
-
-var _ authenticator.AuditedBatchStore = (*Store)(nil)
 
 // CreateAuthenticatorsAudited implements authenticator.AuditedBatchStore:
 // the authenticators and their records under one lock hold.
 func (s *Store) CreateAuthenticatorsAudited(ctx context.Context, as []authenticator.Authenticator, ok, conflict []*audit.Record) ([]error, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m := s.authn().auths
+	defer s.lock()()
 	errs := make([]error, len(as))
 	var recs []*audit.Record
 	for i, a := range as {
 		rec := ok[i]
-		if _, dup := m[a.TenantID+"/"+a.ID]; dup {
-			errs[i], rec = fault.E(fault.Conflict, "authenticator exists"), conflict[i]
-		} else {
-			m[a.TenantID+"/"+a.ID] = cloneAuthenticator(a)
+		if errs[i] = s.insertAuthenticatorLocked(a); errs[i] != nil {
+			rec = conflict[i]
 		}
 		if rec != nil {
 			recs = append(recs, rec)

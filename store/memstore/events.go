@@ -15,8 +15,6 @@ import (
 	"github.com/latchkey/latchkey/internal/ids"
 )
 
-var _ events.Store = (*Store)(nil)
-
 // eventLog is one tenant's log in seq order, and the last seq ever
 // assigned (which survives retention).
 type eventLog struct {
@@ -32,9 +30,6 @@ type storedEvent struct {
 }
 
 func (s *Store) eventLogLocked(tenantID string) *eventLog {
-	if s.eventLogs == nil {
-		s.eventLogs = map[string]*eventLog{}
-	}
 	l := s.eventLogs[tenantID]
 	if l == nil {
 		l = &eventLog{}
@@ -43,18 +38,30 @@ func (s *Store) eventLogLocked(tenantID string) *eventLog {
 	return l
 }
 
-func cloneEvent(e events.Event) events.Event {
-	e.UserIDs = slices.Clone(e.UserIDs)
-	e.Body = bytes.Clone(e.Body)
-	return e
+// after returns the events with a seq above seq; l is nil for a tenant
+// with no events.
+func (l *eventLog) after(seq int64) []storedEvent {
+	if l == nil {
+		return nil
+	}
+	return l.evs[sort.Search(len(l.evs), func(i int) bool { return l.evs[i].ev.Seq > seq }):]
+}
+
+// firstEvents returns copies of the first limit of evs that keep accepts.
+func firstEvents(evs []storedEvent, limit int, keep func(events.Event) bool) []events.Event {
+	var out []events.Event
+	for i := 0; i < len(evs) && len(out) < limit; i++ {
+		if keep(evs[i].ev) {
+			out = append(out, cloneEvent(evs[i].ev))
+		}
+	}
+	return out
 }
 
 // AppendEvents implements events.Store.
 func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
 	return s.AppendEventsAudited(ctx, evs, nil)
 }
-
-var _ events.AuditedAppender = (*Store)(nil)
 
 // AppendEventsAudited implements events.AuditedAppender: the events and
 // the records are appended under one lock hold, so a reader sees both or
@@ -68,8 +75,7 @@ func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, re
 			return fault.E(fault.Internal, "event body is not a JSON object", err)
 		}
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock()()
 	for i, e := range evs {
 		l := s.eventLogLocked(e.TenantID)
 		l.head++
@@ -82,8 +88,7 @@ func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, re
 
 // QueryEvents implements events.Store.
 func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query) ([]events.Event, int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock()()
 	l := s.eventLogs[tenantID]
 	if l == nil {
 		return nil, 0, nil
@@ -111,28 +116,16 @@ func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query
 
 // ListEventsAfter implements events.Store.
 func (s *Store) ListEventsAfter(ctx context.Context, tenantID string, afterSeq int64, typeIDs []string, notBefore time.Time, limit int) ([]events.Event, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l := s.eventLogs[tenantID]
-	if l == nil {
-		return nil, nil
+	defer s.lock()()
+	wanted := func(e events.Event) bool {
+		return !e.ReceivedAt.Before(notBefore) && (len(typeIDs) == 0 || slices.Contains(typeIDs, e.TypeID))
 	}
-	i := sort.Search(len(l.evs), func(i int) bool { return l.evs[i].ev.Seq > afterSeq })
-	var out []events.Event
-	for ; i < len(l.evs) && len(out) < limit; i++ {
-		e := l.evs[i].ev
-		if e.ReceivedAt.Before(notBefore) || (len(typeIDs) > 0 && !slices.Contains(typeIDs, e.TypeID)) {
-			continue
-		}
-		out = append(out, cloneEvent(e))
-	}
-	return out, nil
+	return firstEvents(s.eventLogs[tenantID].after(afterSeq), limit, wanted), nil
 }
 
 // DeleteEventsBefore implements events.Store.
 func (s *Store) DeleteEventsBefore(ctx context.Context, tenantID string, cutoff time.Time, limit int) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock()()
 	n := 0
 	for id, l := range s.eventLogs {
 		if tenantID != "" && id != tenantID {

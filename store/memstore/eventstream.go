@@ -1,8 +1,8 @@
 package memstore
 
 import (
-	"bytes"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -11,127 +11,67 @@ import (
 	"github.com/latchkey/latchkey/fault"
 )
 
-var _ eventstream.Store = (*Store)(nil)
-
 // esData holds area E: subscriptions by tenant/id and their dead letters.
 type esData struct {
 	subs    map[string]eventstream.Subscription
 	letters map[string]map[string]eventstream.DeadLetter // by tenant/sub, then letter id
 }
 
-func esKey(tenantID, id string) string { return tenantID + "/" + id }
-
-func (s *Store) esLocked() *esData {
-	if s.estream == nil {
-		s.estream = &esData{subs: map[string]eventstream.Subscription{}, letters: map[string]map[string]eventstream.DeadLetter{}}
-	}
-	return s.estream
-}
-
-func cloneSub(sub eventstream.Subscription) eventstream.Subscription {
-	sub.EventTypes = slices.Clone(sub.EventTypes)
-	sub.GroupConfig = slices.Clone(sub.GroupConfig)
-	sub.Auth.Sealed = bytes.Clone(sub.Auth.Sealed)
-	if sub.Connect != nil {
-		c := *sub.Connect
-		sub.Connect = &c
-	}
-	return sub
-}
-
-func cloneLetter(d eventstream.DeadLetter) eventstream.DeadLetter {
-	d.Body = bytes.Clone(d.Body)
-	return d
-}
-
 // CreateSubscription implements eventstream.Store.
 func (s *Store) CreateSubscription(ctx context.Context, sub eventstream.Subscription) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	es := s.esLocked()
-	k := esKey(sub.TenantID, sub.ID)
-	if _, ok := es.subs[k]; ok {
-		return fault.E(fault.Conflict, "subscription already exists")
-	}
-	es.subs[k] = cloneSub(sub)
-	return nil
+	defer s.lock()()
+	return insert(s.es.subs, tenantKey(sub.TenantID, sub.ID), cloneSub(sub), "subscription already exists")
 }
 
 // GetSubscription implements eventstream.Store.
 func (s *Store) GetSubscription(ctx context.Context, tenantID, id string) (eventstream.Subscription, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sub, ok := s.esLocked().subs[esKey(tenantID, id)]
-	if !ok {
-		return eventstream.Subscription{}, fault.E(fault.NotFound, "subscription not found")
-	}
-	return cloneSub(sub), nil
+	defer s.lock()()
+	return get(s.es.subs, tenantKey(tenantID, id), nil, cloneSub, "subscription not found")
 }
 
 // ListSubscriptions implements eventstream.Store.
 func (s *Store) ListSubscriptions(ctx context.Context, tenantID, kind, afterID string, limit int) ([]eventstream.Subscription, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []eventstream.Subscription
-	for _, sub := range s.esLocked().subs {
-		if sub.TenantID == tenantID && sub.Kind == kind && sub.ID > afterID {
-			out = append(out, cloneSub(sub))
-		}
+	defer s.lock()()
+	listed := func(sub eventstream.Subscription) bool {
+		return sub.TenantID == tenantID && sub.Kind == kind && sub.ID > afterID
 	}
+	out := appendMatching(nil, s.es.subs, listed, cloneSub)
 	slices.SortFunc(out, func(a, b eventstream.Subscription) int { return strings.Compare(a.ID, b.ID) })
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return out[:min(len(out), limit)], nil
 }
 
 // UpdateSubscription implements eventstream.Store.
 func (s *Store) UpdateSubscription(ctx context.Context, sub eventstream.Subscription, resume bool) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	es := s.esLocked()
-	k := esKey(sub.TenantID, sub.ID)
-	old, ok := es.subs[k]
-	if !ok {
-		return fault.E(fault.NotFound, "subscription not found")
-	}
-	n := cloneSub(sub)
-	old.EventTypes, old.MaxPerSecond, old.NumberOfRetries, old.Auth = n.EventTypes, n.MaxPerSecond, n.NumberOfRetries, n.Auth
-	old.GroupConfig, old.Connect, old.UpdatedAt = n.GroupConfig, n.Connect, n.UpdatedAt
-	if resume {
-		old.Status.Paused, old.Status.PausedAt, old.Status.FailingSince = false, time.Time{}, time.Time{}
-	}
-	es.subs[k] = old
-	return nil
+	defer s.lock()()
+	return update(s.es.subs, tenantKey(sub.TenantID, sub.ID), nil, "subscription not found", func(old *eventstream.Subscription) error {
+		n := cloneSub(sub)
+		old.EventTypes, old.MaxPerSecond, old.NumberOfRetries, old.Auth = n.EventTypes, n.MaxPerSecond, n.NumberOfRetries, n.Auth
+		old.GroupConfig, old.Connect, old.UpdatedAt = n.GroupConfig, n.Connect, n.UpdatedAt
+		if resume {
+			old.Status.Paused, old.Status.PausedAt, old.Status.FailingSince = false, time.Time{}, time.Time{}
+		}
+		return nil
+	})
 }
 
 // DeleteSubscription implements eventstream.Store.
 func (s *Store) DeleteSubscription(ctx context.Context, tenantID, kind, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	es := s.esLocked()
-	k := esKey(tenantID, id)
-	if sub, ok := es.subs[k]; !ok || sub.Kind != kind {
-		return fault.E(fault.NotFound, "subscription not found")
+	defer s.lock()()
+	k := tenantKey(tenantID, id)
+	ofKind := func(sub eventstream.Subscription) bool { return sub.Kind == kind }
+	if err := remove(s.es.subs, k, ofKind, "subscription not found"); err != nil {
+		return err
 	}
-	delete(es.subs, k)
-	delete(es.letters, k)
+	delete(s.es.letters, k)
 	return nil
 }
 
 // ClaimSubscriptions implements eventstream.Store.
 func (s *Store) ClaimSubscriptions(ctx context.Context, owner string, now time.Time, leaseFor time.Duration, limit int) ([]eventstream.Subscription, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	es := s.esLocked()
-	keys := make([]string, 0, len(es.subs))
-	for k := range es.subs {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	defer s.lock()()
 	var out []eventstream.Subscription
-	for _, k := range keys {
-		sub := es.subs[k]
+	for _, k := range slices.Sorted(maps.Keys(s.es.subs)) {
+		sub := s.es.subs[k]
 		mine := sub.LeaseOwner == owner && sub.LeaseUntil.After(now)
 		if !mine {
 			if sub.LeaseUntil.After(now) || limit <= 0 {
@@ -140,7 +80,7 @@ func (s *Store) ClaimSubscriptions(ctx context.Context, owner string, now time.T
 			limit--
 		}
 		sub.LeaseOwner, sub.LeaseUntil = owner, now.Add(leaseFor)
-		es.subs[k] = sub
+		s.es.subs[k] = sub
 		out = append(out, cloneSub(sub))
 	}
 	return out, nil
@@ -148,37 +88,34 @@ func (s *Store) ClaimSubscriptions(ctx context.Context, owner string, now time.T
 
 // ReleaseSubscription implements eventstream.Store.
 func (s *Store) ReleaseSubscription(ctx context.Context, tenantID, id, owner string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	es := s.esLocked()
-	k := esKey(tenantID, id)
-	if sub, ok := es.subs[k]; ok && sub.LeaseOwner == owner {
+	defer s.lock()()
+	k := tenantKey(tenantID, id)
+	if sub, ok := s.es.subs[k]; ok && sub.LeaseOwner == owner {
 		sub.LeaseUntil = time.Time{}
-		es.subs[k] = sub
+		s.es.subs[k] = sub
 	}
 	return nil
 }
 
 // RecordDelivery implements eventstream.Store.
 func (s *Store) RecordDelivery(ctx context.Context, u eventstream.DeliveryUpdate) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	es := s.esLocked()
-	k := esKey(u.TenantID, u.SubscriptionID)
-	sub, ok := es.subs[k]
-	if !ok {
-		return fault.E(fault.NotFound, "subscription not found")
+	defer s.lock()()
+	k := tenantKey(u.TenantID, u.SubscriptionID)
+	err := update(s.es.subs, k, nil, "subscription not found", func(sub *eventstream.Subscription) error {
+		if sub.LeaseOwner != u.Owner || !sub.LeaseUntil.After(u.Now) {
+			return fault.E(fault.Conflict, "the delivery lease is not held")
+		}
+		sub.Cursor = max(sub.Cursor, u.Cursor)
+		sub.Status = u.Status
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if sub.LeaseOwner != u.Owner || !sub.LeaseUntil.After(u.Now) {
-		return fault.E(fault.Conflict, "the delivery lease is not held")
-	}
-	sub.Cursor = max(sub.Cursor, u.Cursor)
-	sub.Status = u.Status
-	es.subs[k] = sub
-	m := es.letters[k]
+	m := s.es.letters[k]
 	if m == nil {
 		m = map[string]eventstream.DeadLetter{}
-		es.letters[k] = m
+		s.es.letters[k] = m
 	}
 	for _, d := range u.NewDeadLetters {
 		m[d.ID] = cloneLetter(d)
@@ -197,27 +134,18 @@ func (s *Store) RecordDelivery(ctx context.Context, u eventstream.DeliveryUpdate
 
 // ListDeadLetters implements eventstream.Store.
 func (s *Store) ListDeadLetters(ctx context.Context, tenantID, subscriptionID, afterID string, requeuedOnly bool, limit int) ([]eventstream.DeadLetter, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []eventstream.DeadLetter
-	for _, d := range s.esLocked().letters[esKey(tenantID, subscriptionID)] {
-		if d.ID > afterID && (!requeuedOnly || d.Requeued) {
-			out = append(out, cloneLetter(d))
-		}
-	}
+	defer s.lock()()
+	listed := func(d eventstream.DeadLetter) bool { return d.ID > afterID && (!requeuedOnly || d.Requeued) }
+	out := appendMatching(nil, s.es.letters[tenantKey(tenantID, subscriptionID)], listed, cloneLetter)
 	slices.SortFunc(out, func(a, b eventstream.DeadLetter) int { return strings.Compare(a.ID, b.ID) })
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	return out[:min(len(out), limit)], nil
 }
 
 // RequeueDeadLetters implements eventstream.Store.
 func (s *Store) RequeueDeadLetters(ctx context.Context, tenantID, subscriptionID string, ids []string) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock()()
 	n := 0
-	m := s.esLocked().letters[esKey(tenantID, subscriptionID)]
+	m := s.es.letters[tenantKey(tenantID, subscriptionID)]
 	for id, d := range m {
 		if len(ids) == 0 || slices.Contains(ids, id) {
 			d.Requeued = true

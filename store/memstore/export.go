@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"iter"
-	"slices"
 	"sort"
 	"time"
 
@@ -11,155 +10,102 @@ import (
 	"github.com/latchkey/latchkey/fault"
 )
 
-var _ audit.ExportStore = (*Store)(nil)
-
 // scanChunk is how many records ScanAuditRecords copies per lock hold, so a
 // long export never blocks appends for long.
 const scanChunk = 1000
 
-func cloneJob(j audit.ExportJob) audit.ExportJob {
-	if j.EndedAt != nil {
-		t := *j.EndedAt
-		j.EndedAt = &t
-	}
-	return j
+// jobOf matches the export jobs of a tenant.
+func jobOf(tenantID string) func(audit.ExportJob) bool {
+	return func(j audit.ExportJob) bool { return j.TenantID == tenantID }
 }
 
 // CreateExportJob implements audit.ExportStore.
 func (s *Store) CreateExportJob(ctx context.Context, job audit.ExportJob) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.exportJobs[job.ID]; ok {
-		return fault.E(fault.Conflict, "export job already exists")
-	}
-	s.exportJobs[job.ID] = cloneJob(job)
-	return nil
+	defer s.lock()()
+	return insert(s.exportJobs, job.ID, cloneJob(job), "export job already exists")
 }
 
 // GetExportJob implements audit.ExportStore.
 func (s *Store) GetExportJob(ctx context.Context, tenantID, id string) (audit.ExportJob, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	j, ok := s.exportJobs[id]
-	if !ok || j.TenantID != tenantID {
-		return audit.ExportJob{}, fault.E(fault.NotFound, "export job not found")
-	}
-	return cloneJob(j), nil
+	defer s.lock()()
+	return get(s.exportJobs, id, jobOf(tenantID), cloneJob, "export job not found")
 }
 
-// ClaimExportJob implements audit.ExportStore. The store's one lock makes
-// the pick and the update atomic.
+// ClaimExportJob implements audit.ExportStore: it leases the longest
+// waiting active job. The store's one lock makes the pick and the update
+// atomic.
 func (s *Store) ClaimExportJob(ctx context.Context, owner string, now time.Time, leaseFor time.Duration) (audit.ExportJob, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var best *audit.ExportJob
-	for _, j := range s.exportJobs {
-		if j.State != audit.JobActive || j.LeaseUntil.After(now) {
-			continue
-		}
-		if best == nil || j.StartedAt.Before(best.StartedAt) || (j.StartedAt.Equal(best.StartedAt) && j.ID < best.ID) {
-			best = &j
-		}
-	}
-	if best == nil {
+	defer s.lock()()
+	claimable := func(j audit.ExportJob) bool { return j.State == audit.JobActive && !j.LeaseUntil.After(now) }
+	free := appendMatching(nil, s.exportJobs, claimable, cloneJob)
+	if len(free) == 0 {
 		return audit.ExportJob{}, fault.E(fault.NotFound, "no export job to claim")
 	}
-	j := *best
+	sortByTimeID(free, func(j audit.ExportJob) (time.Time, string) { return j.StartedAt, j.ID })
+	j := free[0]
 	j.LeaseOwner, j.LeaseUntil = owner, now.Add(leaseFor)
 	j.Attempts++
-	s.exportJobs[j.ID] = j
-	return cloneJob(j), nil
+	s.exportJobs[j.ID] = cloneJob(j)
+	return j, nil
 }
 
-// heldLocked returns the job when owner holds a live lease on it.
-func (s *Store) heldLocked(tenantID, id, owner string, now time.Time) (audit.ExportJob, error) {
-	j, ok := s.exportJobs[id]
-	if !ok || j.TenantID != tenantID {
-		return audit.ExportJob{}, fault.E(fault.NotFound, "export job not found")
-	}
-	if j.State != audit.JobActive || j.LeaseOwner != owner || !j.LeaseUntil.After(now) {
-		return audit.ExportJob{}, fault.E(fault.Conflict, "export job lease not held")
-	}
-	return j, nil
+// updateHeldLocked lets change edit the job when owner holds a live lease
+// on it, and stores the result.
+func (s *Store) updateHeldLocked(tenantID, id, owner string, now time.Time, change func(*audit.ExportJob)) error {
+	return update(s.exportJobs, id, jobOf(tenantID), "export job not found", func(j *audit.ExportJob) error {
+		if j.State != audit.JobActive || j.LeaseOwner != owner || !j.LeaseUntil.After(now) {
+			return fault.E(fault.Conflict, "export job lease not held")
+		}
+		change(j)
+		return nil
+	})
 }
 
 // RenewExportLease implements audit.ExportStore.
 func (s *Store) RenewExportLease(ctx context.Context, tenantID, id, owner string, now time.Time, leaseFor time.Duration) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	j, err := s.heldLocked(tenantID, id, owner, now)
-	if err != nil {
-		return err
-	}
-	j.LeaseUntil = now.Add(leaseFor)
-	s.exportJobs[id] = j
-	return nil
+	defer s.lock()()
+	return s.updateHeldLocked(tenantID, id, owner, now, func(j *audit.ExportJob) {
+		j.LeaseUntil = now.Add(leaseFor)
+	})
 }
 
 // CompleteExportJob implements audit.ExportStore.
 func (s *Store) CompleteExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, res audit.ExportResult) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	j, err := s.heldLocked(tenantID, id, owner, now)
-	if err != nil {
-		return err
-	}
-	end := now
-	j.State, j.EndedAt = audit.JobSucceeded, &end
-	j.Archive, j.ArchiveSize, j.Summary, j.ArchiveExpiresAt = res.Archive, res.ArchiveSize, res.Summary, res.ArchiveExpiresAt
-	j.LeaseOwner, j.LeaseUntil = "", time.Time{}
-	s.exportJobs[id] = j
-	return nil
+	defer s.lock()()
+	return s.updateHeldLocked(tenantID, id, owner, now, func(j *audit.ExportJob) {
+		j.State, j.EndedAt = audit.JobSucceeded, &now
+		j.Archive, j.ArchiveSize, j.Summary, j.ArchiveExpiresAt = res.Archive, res.ArchiveSize, res.Summary, res.ArchiveExpiresAt
+		j.LeaseOwner, j.LeaseUntil = "", time.Time{}
+	})
 }
 
 // FailExportJob implements audit.ExportStore.
 func (s *Store) FailExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, reason string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	j, err := s.heldLocked(tenantID, id, owner, now)
-	if err != nil {
-		return err
-	}
-	end := now
-	j.State, j.EndedAt, j.Error = audit.JobFailed, &end, reason
-	j.LeaseOwner, j.LeaseUntil = "", time.Time{}
-	s.exportJobs[id] = j
-	return nil
+	defer s.lock()()
+	return s.updateHeldLocked(tenantID, id, owner, now, func(j *audit.ExportJob) {
+		j.State, j.EndedAt, j.Error = audit.JobFailed, &now, reason
+		j.LeaseOwner, j.LeaseUntil = "", time.Time{}
+	})
 }
 
 // ListExpiredArchives implements audit.ExportStore.
 func (s *Store) ListExpiredArchives(ctx context.Context, now time.Time, limit int) ([]audit.ExportJob, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []audit.ExportJob
-	for _, j := range s.exportJobs {
-		if j.State == audit.JobSucceeded && j.Archive != "" && !j.ArchiveExpiresAt.After(now) {
-			out = append(out, cloneJob(j))
-		}
+	defer s.lock()()
+	expired := func(j audit.ExportJob) bool {
+		return j.State == audit.JobSucceeded && j.Archive != "" && !j.ArchiveExpiresAt.After(now)
 	}
-	sort.Slice(out, func(a, b int) bool {
-		if !out[a].ArchiveExpiresAt.Equal(out[b].ArchiveExpiresAt) {
-			return out[a].ArchiveExpiresAt.Before(out[b].ArchiveExpiresAt)
-		}
-		return out[a].ID < out[b].ID
-	})
-	if len(out) > limit {
-		out = out[:limit]
-	}
-	return out, nil
+	out := appendMatching(nil, s.exportJobs, expired, cloneJob)
+	sortByTimeID(out, func(j audit.ExportJob) (time.Time, string) { return j.ArchiveExpiresAt, j.ID })
+	return out[:min(len(out), limit)], nil
 }
 
 // ForgetExportArchive implements audit.ExportStore.
 func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	j, ok := s.exportJobs[id]
-	if !ok || j.TenantID != tenantID {
-		return fault.E(fault.NotFound, "export job not found")
-	}
-	j.Archive = ""
-	s.exportJobs[id] = j
-	return nil
+	defer s.lock()()
+	return update(s.exportJobs, id, jobOf(tenantID), "export job not found", func(j *audit.ExportJob) error {
+		j.Archive = ""
+		return nil
+	})
 }
 
 // ScanAuditRecords implements audit.ExportStore. It copies up to scanChunk
@@ -188,10 +134,7 @@ func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit
 			for n := 0; i < len(log) && log[i].Seq <= last && len(chunk) < scanChunk && n < 8*scanChunk; i, n = i+1, n+1 {
 				after = log[i].Seq
 				if req.Matches(log[i]) {
-					r := log[i]
-					r.Meta = cloneMeta(r.Meta)
-					r.Hash, r.PrevHash = slices.Clone(r.Hash), slices.Clone(r.PrevHash)
-					chunk = append(chunk, r)
+					chunk = append(chunk, cloneRecord(log[i]))
 				}
 			}
 			done := i >= len(log) || log[i].Seq > last

@@ -3,7 +3,6 @@ package memstore
 import (
 	"context"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
@@ -12,79 +11,51 @@ import (
 	"github.com/latchkey/latchkey/notify"
 )
 
-var _ notify.Store = (*Store)(nil)
-
 type subKey struct{ tenant, id string }
 
-func cloneNotifySub(s notify.Subscription) notify.Subscription {
-	s.EventTypeIDs = slices.Clone(s.EventTypeIDs)
-	return s
-}
-
-// CreateNotifySubscription implements notify.Store.
+// CreateNotifySubscription implements notify.Store. The subscription
+// starts at the tenant's head: it notifies only of later events.
 func (s *Store) CreateNotifySubscription(ctx context.Context, sub *notify.Subscription) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.subs == nil {
-		s.subs = map[subKey]notify.Subscription{}
-	}
-	k := subKey{sub.TenantID, sub.ID}
-	if _, ok := s.subs[k]; ok {
-		return fault.E(fault.Conflict, "subscription already exists")
-	}
-	sub.Cursor = 0
+	defer s.lock()()
+	var head int64
 	if l := s.eventLogs[sub.TenantID]; l != nil {
-		sub.Cursor = l.head
+		head = l.head
 	}
-	s.subs[k] = cloneNotifySub(*sub)
+	c := cloneNotifySub(*sub)
+	c.Cursor = head
+	if err := insert(s.subs, subKey{sub.TenantID, sub.ID}, c, "subscription already exists"); err != nil {
+		return err
+	}
+	sub.Cursor = head
 	return nil
 }
 
 // GetNotifySubscription implements notify.Store.
 func (s *Store) GetNotifySubscription(ctx context.Context, tenantID, id string) (notify.Subscription, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sub, ok := s.subs[subKey{tenantID, id}]
-	if !ok {
-		return notify.Subscription{}, fault.E(fault.NotFound, "subscription not found")
-	}
-	return cloneNotifySub(sub), nil
+	defer s.lock()()
+	return get(s.subs, subKey{tenantID, id}, nil, cloneNotifySub, "subscription not found")
 }
 
 // DeleteNotifySubscription implements notify.Store.
 func (s *Store) DeleteNotifySubscription(ctx context.Context, tenantID, id string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := subKey{tenantID, id}
-	if _, ok := s.subs[k]; !ok {
-		return fault.E(fault.NotFound, "subscription not found")
-	}
-	delete(s.subs, k)
-	return nil
+	defer s.lock()()
+	return remove(s.subs, subKey{tenantID, id}, nil, "subscription not found")
 }
 
 // ConsumeNotifications implements notify.Store under the store's one lock.
 func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, []events.Event, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	defer s.lock()()
 	k := subKey{tenantID, id}
-	sub, ok := s.subs[k]
-	if !ok {
-		return notify.Subscription{}, nil, fault.E(fault.NotFound, "subscription not found")
+	sub, err := lookup(s.subs, k, nil, "subscription not found")
+	if err != nil {
+		return notify.Subscription{}, nil, err
 	}
 	if sub.ClientID != clientID {
 		return notify.Subscription{}, nil, fault.E(fault.Forbidden, "the client is not the subscription's client")
 	}
 	var out []events.Event
 	if l := s.eventLogs[tenantID]; l != nil {
-		i := sort.Search(len(l.evs), func(i int) bool { return l.evs[i].ev.Seq > sub.Cursor })
-		for ; i < len(l.evs) && len(out) < sub.PageSize; i++ {
-			e := l.evs[i].ev
-			if e.ReceivedAt.Before(notBefore) || !slices.Contains(sub.EventTypeIDs, e.TypeID) {
-				continue
-			}
-			out = append(out, cloneEvent(e))
-		}
+		out = firstEvents(l.after(sub.Cursor), sub.PageSize, notifies(sub, notBefore))
 		if len(out) == sub.PageSize {
 			sub.Cursor = out[len(out)-1].Seq
 		} else {
@@ -103,21 +74,22 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 
 // CountNotifications implements notify.Store.
 func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription, notBefore time.Time, limit int) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	l := s.eventLogs[sub.TenantID]
-	if l == nil {
-		return 0, nil
-	}
-	n := 0
-	i := sort.Search(len(l.evs), func(i int) bool { return l.evs[i].ev.Seq > sub.Cursor })
-	for ; i < len(l.evs) && n < limit; i++ {
-		e := l.evs[i].ev
-		if !e.ReceivedAt.Before(notBefore) && slices.Contains(sub.EventTypeIDs, e.TypeID) {
+	defer s.lock()()
+	evs, wanted, n := s.eventLogs[sub.TenantID].after(sub.Cursor), notifies(sub, notBefore), 0
+	for i := 0; i < len(evs) && n < limit; i++ {
+		if wanted(evs[i].ev) {
 			n++
 		}
 	}
 	return n, nil
+}
+
+// notifies matches the events sub notifies of that were received at or
+// after notBefore.
+func notifies(sub notify.Subscription, notBefore time.Time) func(events.Event) bool {
+	return func(e events.Event) bool {
+		return !e.ReceivedAt.Before(notBefore) && slices.Contains(sub.EventTypeIDs, e.TypeID)
+	}
 }
 
 // setRetrievalMeta completes the audit record of a retrieval.

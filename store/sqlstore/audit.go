@@ -29,19 +29,12 @@ const (
 	recordCols  = `tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash`
 )
 
-// AppendAuditRecords implements audit.LogStore. Within one transaction it
-// locks the head row of every tenant in the call (in tenant id order, so
-// two calls naming the same tenants cannot deadlock), chains the records
-// from those heads, inserts them and advances the heads (Conn.Pipeline:
-// two round trips on PostgreSQL). Appenders of one tenant are thereby
-// serialised across processes; appenders of different tenants do not wait
-// for each other.
-//
-// Times never decrease along a tenant's chain (see audit.ExportStore): a
-// record stamped before the head's time, as happens when two processes'
-// clocks or two appenders' batches interleave, is stored and hashed with
-// the head's time instead. The head keeps that time, so the clamp needs no
-// read of the last record.
+// AppendAuditRecords implements audit.LogStore (see "Audit chain" in the
+// package doc): appenders of one tenant are serialised across processes,
+// of different tenants not. Times never decrease along a chain (see
+// audit.ExportStore): a record stamped before the head's time, as when two
+// processes' clocks differ, is stored and hashed with the head's time,
+// which the head keeps, so the clamp needs no read of the last record.
 func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) error {
 	if len(recs) == 0 {
 		return nil

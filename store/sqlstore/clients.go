@@ -76,11 +76,9 @@ func (s *Store) GetRegistrationTokenByHash(ctx context.Context, hash []byte) (cl
 }
 
 // UseRegistrationToken implements clients.Store. The check and the
-// increment are one conditional UPDATE: concurrent callers queue on the
-// row (PostgreSQL re-evaluates the condition against the row the previous
-// one committed; SQLite has one writer), so no more than MaxClients of
-// them succeed. When it matches nothing, a plain read says why; the
-// refused call has changed nothing, so that read needs no transaction.
+// increment are one conditional UPDATE, so no more than MaxClients
+// concurrent callers succeed. When it matches nothing, a plain read (the
+// refused call changed nothing) says why.
 func (s *Store) UseRegistrationToken(ctx context.Context, hash []byte, now time.Time) (clients.RegistrationToken, error) {
 	t, err := s.scanRegToken(s.c.Write().QueryRow(ctx, `UPDATE registration_tokens SET used = used + 1
 		WHERE hash = $1 AND used < max_clients AND expires_at > $2 RETURNING `+regTokenCols, hash, now))

@@ -31,12 +31,9 @@ const (
 	eventCols       = `e.seq, e.id, e.tenant_id, e.type_id, e.occurred_at, e.received_at, e.user_ids, e.body`
 )
 
-// AppendEvents implements events.Store. It locks the head row of every
-// tenant in the call, in tenant id order (no deadlock between two calls),
-// then inserts the events and advances the heads, in one transaction
-// (Conn.Pipeline: two round trips on PostgreSQL). An append's events are
-// numbered under the head's lock and committed before it is released, so
-// seqs are gapless and a reader that sees a head sees every event up to it.
+// AppendEvents implements events.Store: the heads of the call's tenants
+// are locked (in tenant id order), the events numbered from them and
+// inserted, the heads advanced, in one Conn.Pipeline transaction.
 func (s *Store) AppendEvents(ctx context.Context, evs []*events.Event) error {
 	return s.AppendEventsAudited(ctx, evs, nil)
 }

@@ -60,14 +60,10 @@ func (s *Store) GetExportJob(ctx context.Context, tenantID, id string) (audit.Ex
 }
 
 // ClaimExportJob implements audit.ExportStore: one statement picks and
-// leases the oldest claimable job. On PostgreSQL the subquery skips rows
-// another claim has locked (SKIP LOCKED), so concurrent claims from any
-// process neither wait for each other nor take the same job, and READ
-// COMMITTED re-checks the condition on a row that changed, so a job
-// claimed a moment ago is not taken again; SQLite runs writes one at a
-// time. A job whose worker died is claimable again once its lease lapses;
-// the takeover increments Attempts, and the old owner's Renew, Complete
-// and Fail then fail with Conflict.
+// leases the oldest claimable job (see "Leases" in the package doc). A job
+// whose worker died is claimable again once its lease lapses; the takeover
+// increments Attempts, and the old owner's Renew, Complete and Fail then
+// fail with Conflict.
 func (s *Store) ClaimExportJob(ctx context.Context, owner string, now time.Time, leaseFor time.Duration) (audit.ExportJob, error) {
 	j, err := s.scanExportJob(s.c.Write().QueryRow(ctx, `UPDATE export_jobs SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
 		WHERE id = (SELECT id FROM export_jobs
@@ -139,16 +135,12 @@ func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string) er
 
 // ScanAuditRecords implements audit.ExportStore with keyset pagination.
 //
-// It first bounds the scan to the seqs whose time falls in the range (one
-// read of the (tenant_id, time) index), which also fixes what the scan
-// sees: records appended later have higher seqs and are left out. Then it
-// reads pages of ScanChunk records in seq order, "seq > last seen", with
-// the filters in SQL; each page is one short statement, so a slow consumer
-// holds no connection, snapshot or lock between pages. The time condition
-// of a page is Dialect.Unindexed, so that SQLite walks the primary key
-// (tenant_id, seq) in order instead of sorting the time index's rows.
-// Audit records are never updated or deleted by the store, so pages read
-// at different moments are consistent with each other.
+// It first bounds the scan to the seqs whose time is in the range, which
+// also leaves out records appended later. Then it reads pages of ScanChunk
+// records, "seq > last seen", filters in SQL, each one short statement: a
+// slow consumer holds no connection, snapshot or lock between pages, and
+// records are never updated, so the pages agree. The page's time condition
+// is Dialect.Unindexed: SQLite walks (tenant_id, seq) instead of sorting.
 func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit.ExportRequest) iter.Seq2[audit.Record, error] {
 	return func(yield func(audit.Record, error) bool) {
 		var lo, hi *int64

@@ -70,10 +70,8 @@ func (s *Store) DeleteNotifySubscription(ctx context.Context, tenantID, id strin
 }
 
 // ConsumeNotifications implements notify.Store: it locks the
-// subscription's row (concurrent retrievals of one subscription, in any
-// process, run one after the other, each reading the cursor the previous
-// one committed), reads the head (every event up to it is committed: an
-// append advances the head in the transaction of its events), reads the
+// subscription's row (retrievals of one subscription run one after the
+// other), reads the head (every event up to it is committed), reads the
 // page and advances the cursor, then commits.
 func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, []events.Event, error) {
 	var (
@@ -173,14 +171,12 @@ func setRetrievalMeta(rec *audit.Record, sub notify.Subscription, results int) {
 // them and the cursor after them: the last seq looked at when the page is
 // full, else head.
 //
-// For one type, one walk of events_by_type (tenant_id, type_id, seq) from
-// the cursor reads the page. For several, one IN over that index would
-// have to sort the whole backlog and a walk of the primary key could pass
-// over any number of events of other types; instead each type's stretch of
-// the index is walked for at most a page of seqs, index only, the walks
-// are merged (Dialect.NotifySeqs), and the page's rows are then read by
-// key. A page costs at most a page of index entries per type plus a page
-// of rows, however long the backlog.
+// For one type, one walk of events_by_type from the cursor reads the page.
+// For several, an IN over that index would sort the whole backlog, and a
+// walk of the primary key could pass any number of other events; instead
+// each type's stretch of the index is walked for at most a page of seqs,
+// the walks are merged (Dialect.NotifySeqs) and the rows read by key: at
+// most a page of index entries per type, however long the backlog.
 func (s *Store) readNotifications(ctx context.Context, q Querier, sub notify.Subscription, head int64, notBefore time.Time) ([]events.Event, int64, error) {
 	if len(sub.EventTypeIDs) == 1 {
 		out, err := s.readEvents(ctx, q, `SELECT `+eventCols+` FROM events e

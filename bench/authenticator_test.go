@@ -39,7 +39,14 @@ func registrations(n int) []authenticator.ImportRequest {
 // baseline, "verify", is go-webauthn's parse and verification of the same
 // attestation alone (client data, CBOR, authenticator data, ES256
 // signature), with nothing stored.
-func BenchmarkP10FIDOImport(b *testing.B) {
+func BenchmarkP10FIDOImport(b *testing.B) { benchFIDOImport(b, newEnv) }
+
+// BenchmarkP10FIDOImportPostgres is P10 with the platform on PostgreSQL
+// (a fresh schema of $PLATFORM_POSTGRES_DSN); "verify" stores nothing.
+func BenchmarkP10FIDOImportPostgres(b *testing.B) { benchFIDOImport(b, newEnvPostgres) }
+
+// benchFIDOImport runs P10's baseline and its imports on envs newE makes.
+func benchFIDOImport(b *testing.B, newE envMaker) {
 	b.Run("verify", func(b *testing.B) {
 		regs := registrations(256)
 		params := []protocol.CredentialParameter{{Type: protocol.PublicKeyCredentialType, Algorithm: webauthncose.AlgES256}}
@@ -72,7 +79,7 @@ func BenchmarkP10FIDOImport(b *testing.B) {
 			name = "import-parallel"
 		}
 		b.Run(name, func(b *testing.B) {
-			e := newEnv(b, identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1})
+			e := newE(b, identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1})
 			ctx := context.Background()
 			u, err := e.p.Identity.CreateUser(ctx, e.admin, e.root.ID, "fido-user", "fido-password-1", nil)
 			if err != nil {

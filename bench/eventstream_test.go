@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
@@ -34,6 +35,23 @@ import (
 //
 //	go test ./bench -run '^$' -bench EventStreamDelivery -benchtime 1x
 func BenchmarkEventStreamDelivery(b *testing.B) {
+	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "es.db"), sqlite.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	benchEventStreamDelivery(b, st)
+}
+
+// BenchmarkEventStreamDeliveryPostgres is P6 with the event log and the
+// subscriptions (leases, cursors) on PostgreSQL (a fresh schema of
+// $PLATFORM_POSTGRES_DSN); otherwise as BenchmarkEventStreamDelivery.
+func BenchmarkEventStreamDeliveryPostgres(b *testing.B) {
+	benchEventStreamDelivery(b, openPostgres(b))
+}
+
+// benchEventStreamDelivery is P6 on st: see BenchmarkEventStreamDelivery.
+func benchEventStreamDelivery(b *testing.B, st latchkey.Store) {
 	const (
 		subs    = 10
 		rate    = 330
@@ -41,11 +59,6 @@ func BenchmarkEventStreamDelivery(b *testing.B) {
 		backlog = rate*12 + 1000 // more than a subscription can deliver in the window
 	)
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "es.db"), sqlite.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
 	clk := clock.System{}
 	var counts [subs]atomic.Int64
 	var ids sync.Map // subscription id -> index

@@ -12,7 +12,6 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock/clocktest"
-	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/store/sqlite"
@@ -108,8 +107,8 @@ func joinQuoted(s []string) string {
 
 // BenchmarkNotifyRetrievePostgres is P5 on PostgreSQL (a fresh schema of
 // $PLATFORM_POSTGRES_DSN), at 10k and 100k events appended through the
-// store in batches of 1000 (1M would take minutes to seed on every run);
-// otherwise as BenchmarkNotifyRetrieve.
+// store in batches (seedEventsPostgres; 1M would take minutes to seed on
+// every run); otherwise as BenchmarkNotifyRetrieve.
 func BenchmarkNotifyRetrievePostgres(b *testing.B) {
 	all := []string{"10000", "10001", "10002", "10003", "10004", "10005", "10006", "10007", "10008", "10009"}
 	for _, n := range []int{10_000, 100_000} {
@@ -117,17 +116,7 @@ func BenchmarkNotifyRetrievePostgres(b *testing.B) {
 			st, dsn, schema := openPostgresSchema(b)
 			ctx := context.Background()
 			const tenant = "6f1d2c3b-0000-4000-8000-00000000d002"
-			for first := 0; first < n; first += 1000 {
-				evs := make([]*events.Event, 0, 1000)
-				for i := first; i < first+1000 && i < n; i++ {
-					at := seedStart.Add(time.Duration(i) * time.Second)
-					typeID, user, body := eventBody(i, at)
-					evs = append(evs, &events.Event{TenantID: tenant, TypeID: typeID, UserIDs: []string{user}, Time: at, ReceivedAt: at, Body: []byte(body)})
-				}
-				if err := st.AppendEvents(ctx, evs); err != nil {
-					b.Fatal(err)
-				}
-			}
+			seedEventsPostgres(b, st, tenant, n)
 			clk := clocktest.New(seedStart.Add(time.Duration(n) * time.Second))
 			rec := audit.NewRecorder(st, clk, slog.New(slog.DiscardHandler))
 			b.Cleanup(rec.Close)

@@ -15,7 +15,13 @@ import (
 
 // P8: password login throughput against raw argon2id with the same
 // parameters, and peak heap while 200 logins arrive at once.
-func BenchmarkP8PasswordLogin(b *testing.B) {
+func BenchmarkP8PasswordLogin(b *testing.B) { benchPasswordLogin(b, newEnv) }
+
+// BenchmarkP8PasswordLoginPostgres is P8 with the platform on PostgreSQL
+// (a fresh schema of $PLATFORM_POSTGRES_DSN).
+func BenchmarkP8PasswordLoginPostgres(b *testing.B) { benchPasswordLogin(b, newEnvPostgres) }
+
+func benchPasswordLogin(b *testing.B, newE envMaker) {
 	p := identity.OWASPMinimum()
 	b.Run("baseline=raw-argon2id", func(b *testing.B) {
 		salt := make([]byte, 16)
@@ -26,7 +32,7 @@ func BenchmarkP8PasswordLogin(b *testing.B) {
 		})
 	})
 	b.Run("latchkey-login", func(b *testing.B) {
-		e := newEnv(b, p)
+		e := newE(b, p)
 		req := identity.LoginRequest{Name: identity.AdminName, Password: "bench-password-1"}
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
@@ -38,7 +44,7 @@ func BenchmarkP8PasswordLogin(b *testing.B) {
 		})
 	})
 	b.Run("200-simultaneous-logins", func(b *testing.B) {
-		e := newEnv(b, p)
+		e := newE(b, p)
 		req := identity.LoginRequest{Name: identity.AdminName, Password: "bench-password-1"}
 		var peak atomic.Uint64
 		for b.Loop() {

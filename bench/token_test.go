@@ -70,8 +70,15 @@ func benchTokenEndpoint(b *testing.B, e *env) {
 
 // P2: an authenticated small GET (bearer platform JWT) against the same
 // store read and JSON answer without authentication.
-func BenchmarkP2AuthenticatedGet(b *testing.B) {
-	e := newEnv(b, identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1})
+func BenchmarkP2AuthenticatedGet(b *testing.B) { benchAuthenticatedGet(b, newEnv) }
+
+// BenchmarkP2AuthenticatedGetPostgres is P2 with the platform on
+// PostgreSQL (a fresh schema of $PLATFORM_POSTGRES_DSN); the baseline
+// reads the tenant from the same store.
+func BenchmarkP2AuthenticatedGetPostgres(b *testing.B) { benchAuthenticatedGet(b, newEnvPostgres) }
+
+func benchAuthenticatedGet(b *testing.B, newE envMaker) {
+	e := newE(b, identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1})
 	tok, err := e.p.Identity.Login(b.Context(), identity.LoginRequest{Name: identity.AdminName, Password: "bench-password-1"})
 	if err != nil {
 		b.Fatal(err)

@@ -23,9 +23,9 @@ import (
 // certificate, seals the key, stores the certificate and its audit record
 // (synchronous=FULL). The baseline is go-pkcs12's DecodeChain alone.
 
-func vtokenEnv(b *testing.B) (*env, identity.Principal, vtoken.Ref, []string, []byte) {
+func vtokenEnv(b *testing.B, newE envMaker) (*env, identity.Principal, vtoken.Ref, []string, []byte) {
 	b.Helper()
-	e := newEnv(b, identity.OWASPMinimum())
+	e := newE(b, identity.OWASPMinimum())
 	ctx := context.Background()
 	u, err := e.p.Identity.CreateUser(ctx, e.admin, e.root.ID, "token-holder", "token-holder-password", nil)
 	if err != nil {
@@ -63,7 +63,16 @@ func reportImports(b *testing.B, cpu0 time.Duration) {
 	b.ReportMetric(float64(cpuTime()-cpu0)/float64(time.Millisecond)/float64(b.N), "cpu-ms/import")
 }
 
-func BenchmarkP9PFXImport(b *testing.B) {
+func BenchmarkP9PFXImport(b *testing.B) { benchPFXImport(b, "sqlite", newEnv) }
+
+// BenchmarkP9PFXImportPostgres is P9 with the platform on PostgreSQL (a
+// fresh schema of $PLATFORM_POSTGRES_DSN); its sub-benchmarks are
+// library-postgres and http-postgres.
+func BenchmarkP9PFXImportPostgres(b *testing.B) { benchPFXImport(b, "postgres", newEnvPostgres) }
+
+// benchPFXImport runs P9's baseline and its library and HTTP imports on
+// envs newE makes; store names the sub-benchmarks.
+func benchPFXImport(b *testing.B, store string, newE envMaker) {
 	b.Run("baseline-DecodeChain", func(b *testing.B) {
 		pfx, err := os.ReadFile("../vtoken/testdata/rsa2048-modern.pfx")
 		if err != nil {
@@ -79,8 +88,8 @@ func BenchmarkP9PFXImport(b *testing.B) {
 		})
 		reportImports(b, cpu0)
 	})
-	b.Run("library-sqlite", func(b *testing.B) {
-		e, key, ref, toks, pfx := vtokenEnv(b)
+	b.Run("library-"+store, func(b *testing.B) {
+		e, key, ref, toks, pfx := vtokenEnv(b, newE)
 		var n atomic.Int64
 		b.SetParallelism(4) // imports wait on the store's commits; let decodes overlap them
 		b.ResetTimer()
@@ -96,8 +105,8 @@ func BenchmarkP9PFXImport(b *testing.B) {
 		})
 		reportImports(b, cpu0)
 	})
-	b.Run("http-sqlite", func(b *testing.B) {
-		e, _, ref, toks, pfx := vtokenEnv(b)
+	b.Run("http-"+store, func(b *testing.B) {
+		e, _, ref, toks, pfx := vtokenEnv(b, newE)
 		_, apiKey, err := e.p.Identity.CreateAPIKey(context.Background(), e.admin, e.root.ID, "bench", "", []string{identity.AreaProvisioning})
 		if err != nil {
 			b.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -145,16 +146,34 @@ func (p *pool) readBatch(ctx context.Context, b *sqlstore.Batch) error {
 // inTx returns a querier in tx and the queries it ran that p has not
 // prepared. They run unprepared: preparing them on the pool now would
 // wait for the connection tx holds (the writer pool has one). Conn.Tx
-// prepares them after the commit.
+// prepares them after the commit. A statement bound to tx is kept for the
+// rest of it: an append runs the same insert for every row.
 func (p *pool) inTx(tx *sql.Tx) (*querier, *[]string) {
-	var missed []string
+	var (
+		missed []string
+		bound  []txStmt // few distinct statements per transaction
+	)
 	return &querier{run: tx, stmt: func(ctx context.Context, query string) *sql.Stmt {
-		if st, ok := p.stmts.Load(query); ok {
-			return tx.StmtContext(ctx, st.(*sql.Stmt))
+		for _, b := range bound {
+			if b.query == query {
+				return b.st
+			}
 		}
-		missed = append(missed, query)
+		if st, ok := p.stmts.Load(query); ok {
+			b := txStmt{query, tx.StmtContext(ctx, st.(*sql.Stmt))}
+			bound = append(bound, b)
+			return b.st
+		}
+		if !slices.Contains(missed, query) {
+			missed = append(missed, query)
+		}
 		return nil
 	}}, &missed
+}
+
+type txStmt struct {
+	query string
+	st    *sql.Stmt
 }
 
 type rows struct{ *sql.Rows }

@@ -41,7 +41,7 @@ var Dialect = sqlstore.Dialect{
 	ForUpdate:  ` FOR UPDATE`,
 	SkipLocked: ` FOR UPDATE SKIP LOCKED`,
 	LockKey:    `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-	Unindexed:  func(col string) string { return col },
+	Unindexed:  func(col string) string { return col + ` + interval '0'` },
 	NotifySeqs: func(tenantID string, types []string, after, head int64, limit int) (string, []any) {
 		return notifySeqs, []any{tenantID, types, after, head, limit}
 	},

@@ -10,15 +10,14 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
-	"github.com/latchkey/latchkey/internal/keyset"
 )
 
 var _ audit.ExportStore = (*Store)(nil)
 
-// ScanChunk is how many records ScanAuditRecords reads per query. Each page
+// ScanChunk is how many seqs ScanAuditRecords reads per query. Each window
 // is read in full and its statement closed before any record of it is
 // yielded, so no query, connection or snapshot stays open while the caller
-// compresses, and memory holds one page at a time.
+// compresses, and memory holds one window at a time.
 const ScanChunk = 1000
 
 const exportJobCols = `id, tenant_id, from_time, to_time, resource_id, source, actor_id, action, status,
@@ -133,30 +132,33 @@ func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string) er
 	return s.affected(n, err, "export job")
 }
 
-// ScanAuditRecords implements audit.ExportStore with keyset pagination.
+// ScanAuditRecords implements audit.ExportStore, in windows of seqs.
 //
 // It first bounds the scan to the seqs whose time is in the range, which
-// also leaves out records appended later. Then it reads pages of ScanChunk
-// records, "seq > last seen", filters in SQL, each one short statement: a
-// slow consumer holds no connection, snapshot or lock between pages, and
-// records are never updated, so the pages agree. The page's time condition
-// is Dialect.Unindexed: SQLite walks (tenant_id, seq) instead of sorting.
+// also leaves out records appended later. Then it reads the records of
+// each window of ScanChunk seqs, filters in SQL, one short statement each:
+// a slow consumer holds no connection, snapshot or lock between windows,
+// and records are never updated, so the windows agree. A window is a range
+// of the primary key, so a statement reads at most ScanChunk rows whatever
+// plan the database picks (PostgreSQL's plan for a table without
+// statistics yet sorted the whole rest of the log for every page of a
+// "seq > last LIMIT n" scan); its time condition is Dialect.Unindexed, so
+// that no plan walks the time index instead.
 func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit.ExportRequest) iter.Seq2[audit.Record, error] {
 	return func(yield func(audit.Record, error) bool) {
 		var lo, hi *int64
 		err := s.c.Read().QueryRow(ctx, `SELECT min(seq), max(seq) FROM audit_records WHERE tenant_id = $1 AND time BETWEEN $2 AND $3`,
 			tenantID, req.From, req.To).Scan(&lo, &hi)
-		if err != nil {
-			yield(audit.Record{}, s.c.MapErr(err))
-			return
-		}
-		if lo == nil {
+		if err != nil || lo == nil {
+			if err != nil {
+				yield(audit.Record{}, s.c.MapErr(err))
+			}
 			return
 		}
 		var b strings.Builder
 		b.WriteString(`SELECT ` + recordCols + ` FROM audit_records WHERE tenant_id = $1 AND seq > $2 AND seq <= $3 AND ` +
 			s.d.Unindexed("time") + ` BETWEEN $4 AND $5`)
-		args := []any{tenantID, nil, *hi, req.From, req.To}
+		args := []any{tenantID, nil, nil, req.From, req.To}
 		for _, f := range []struct{ col, v string }{
 			{"actor_id", req.ActorID}, {"resource_id", req.ResourceID}, {"source", req.Source},
 			{"action", req.Action}, {"status", req.Status},
@@ -166,28 +168,23 @@ func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit
 				b.WriteString(" AND " + f.col + " = $" + strconv.Itoa(len(args)))
 			}
 		}
-		args = append(args, ScanChunk)
-		b.WriteString(" ORDER BY seq LIMIT $" + strconv.Itoa(len(args)))
+		b.WriteString(" ORDER BY seq")
 		query := b.String()
-		read := func(after int64, buf []audit.Record) ([]audit.Record, error) {
-			args[1] = after
+		window := make([]audit.Record, 0, ScanChunk)
+		for after := *lo - 1; after < *hi; after += ScanChunk {
+			args[1], args[2] = after, min(after+ScanChunk, *hi)
 			rows, err := s.c.Read().Query(ctx, query, args...)
+			if err == nil {
+				window, err = appendRows(window[:0], rows, scanRecord)
+			}
 			if err != nil {
-				return buf, s.c.MapErr(err)
-			}
-			defer rows.Close()
-			for rows.Next() {
-				r, err := scanRecord(rows)
-				if err != nil {
-					return buf, s.c.MapErr(err)
-				}
-				buf = append(buf, r)
-			}
-			return buf, s.c.MapErr(rows.Err())
-		}
-		for r, err := range keyset.Pages(ScanChunk, *lo-1, read, func(r audit.Record) int64 { return r.Seq }) {
-			if !yield(r, err) || err != nil {
+				yield(audit.Record{}, s.c.MapErr(err))
 				return
+			}
+			for _, r := range window {
+				if !yield(r, nil) {
+					return
+				}
 			}
 		}
 	}

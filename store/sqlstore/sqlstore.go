@@ -193,16 +193,21 @@ func RunBatch(ctx context.Context, q Querier, b *Batch) error {
 
 // collect reads every row of rows with scan; rows is closed after.
 func collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
+	return appendRows(nil, rows, scan)
+}
+
+// appendRows appends every row of rows, read with scan, to dst; rows is
+// closed after.
+func appendRows[T any](dst []T, rows Rows, scan func(Row) (T, error)) ([]T, error) {
 	defer rows.Close()
-	var out []T
 	for rows.Next() {
 		v, err := scan(rows)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, v)
+		dst = append(dst, v)
 	}
-	return out, rows.Err()
+	return dst, rows.Err()
 }
 
 // list runs a query and collects its rows.

@@ -118,7 +118,7 @@ func (s *Store) ClaimSubscriptions(ctx context.Context, owner string, now time.T
 					ORDER BY tenant_id, id LIMIT $4`+s.d.SkipLocked+`)`, owner, until, now, limit)
 		}
 		b.Query(func(rows Rows) (err error) {
-			out, err = collect(rows, scanSub)
+			out, err = appendRows(nil, rows, scanSub)
 			return err
 		}, `SELECT `+esSubCols+` FROM eventstream_subscriptions WHERE lease_owner = $1 AND lease_until > $2 ORDER BY tenant_id, id`, owner, now)
 		return q.Batch(ctx, b)

@@ -191,11 +191,6 @@ func RunBatch(ctx context.Context, q Querier, b *Batch) error {
 	return nil
 }
 
-// collect reads every row of rows with scan; rows is closed after.
-func collect[T any](rows Rows, scan func(Row) (T, error)) ([]T, error) {
-	return appendRows(nil, rows, scan)
-}
-
 // appendRows appends every row of rows, read with scan, to dst; rows is
 // closed after.
 func appendRows[T any](dst []T, rows Rows, scan func(Row) (T, error)) ([]T, error) {
@@ -216,7 +211,7 @@ func list[T any](ctx context.Context, s *Store, q Querier, scan func(Row) (T, er
 	if err != nil {
 		return nil, s.c.MapErr(err)
 	}
-	out, err := collect(rows, scan)
+	out, err := appendRows(nil, rows, scan)
 	return out, s.c.MapErr(err)
 }
 
@@ -256,7 +251,7 @@ func countedPage[T any](ctx context.Context, s *Store, scan func(Row) (T, error)
 	b.QueryRow(func(row Row) error { return row.Scan(&total) }, count, countArgs...)
 	b.Query(func(rows Rows) error {
 		var err error
-		out, err = collect(rows, scan)
+		out, err = appendRows(nil, rows, scan)
 		return err
 	}, query, args...)
 	if err := s.c.Read().Batch(ctx, b); err != nil {

@@ -158,7 +158,7 @@ func (s *Store) ListCertificates(ctx context.Context, tenantID, userID, tokenID 
 		return s.notFound(row.Scan(&one), "token")
 	}, `SELECT 1 FROM vtoken_tokens WHERE tenant_id = $1 AND user_id = $2 AND id = $3`, tenantID, userID, tokenID)
 	b.Query(func(rows Rows) (err error) {
-		out, err = collect(rows, func(row Row) (vtoken.Certificate, error) {
+		out, err = appendRows(nil, rows, func(row Row) (vtoken.Certificate, error) {
 			var c vtoken.Certificate
 			err := row.Scan(&c.TenantID, &c.TokenID, &c.Thumbprint, &c.SerialNumber, &c.Subject, &c.Issuer, &c.NotBefore, &c.NotAfter,
 				&c.KeyAlgorithm, &c.KeySize, &c.DER, &c.PrivateKey, &c.Position, &c.CreatedAt)

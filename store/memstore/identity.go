@@ -125,6 +125,7 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c identity.OAuthClient) e
 	}
 	c.Scopes = slices.Clone(c.Scopes)
 	c.SecretHash = slices.Clone(c.SecretHash)
+	c.Resources = slices.Clone(c.Resources)
 	s.oauthClients[c.ID] = c
 	return nil
 }
@@ -139,6 +140,7 @@ func (s *Store) GetOAuthClient(ctx context.Context, id string) (identity.OAuthCl
 	}
 	c.Scopes = slices.Clone(c.Scopes)
 	c.SecretHash = slices.Clone(c.SecretHash)
+	c.Resources = slices.Clone(c.Resources)
 	return c, nil
 }
 

@@ -39,6 +39,7 @@ type Store struct {
 	authnArea  *authnData                     // authenticators; see authenticator.go
 	guideData  *guideData                     // guide sessions and SSO settings; see guide.go
 	estream    *esData                        // area E; see eventstream.go
+	oauth      *oauthData                     // revoked tokens, DPoP proofs; see oauth.go
 
 	notReady error // what Ready returns; see SetNotReady
 }

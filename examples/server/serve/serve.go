@@ -62,11 +62,11 @@ type Config struct {
 	PublicURL string
 	// TLSPublicURL is the HTTPS listener's external origin, named by the
 	// metadata's mtls_endpoint_aliases; "" means https://<TLSAddr>.
-	TLSPublicURL string
-	AdminPassword                   string // "" means generate on first start
-	MasterKey                       string // base64; "" means the data directory's master.key
-	Logger                          *slog.Logger
-	Stdout                          io.Writer
+	TLSPublicURL  string
+	AdminPassword string // "" means generate on first start
+	MasterKey     string // base64; "" means the data directory's master.key
+	Logger        *slog.Logger
+	Stdout        io.Writer
 	// Ready, when set, receives the bound addresses once the server serves.
 	Ready func(httpAddr, tlsAddr string)
 	// MetricsAddr, when set, serves GET /metrics (Prometheus text format)

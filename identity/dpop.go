@@ -125,7 +125,7 @@ func (s *Service) verifyDPoP(ctx context.Context, req DPoPRequest, now time.Time
 	if jwk == nil || jwk.Key == nil {
 		return "", dpopError("the jwk header must hold the public key")
 	}
-	if !jwk.IsPublic() {
+	if !jwk.IsPublic() { // go-jose already refuses an embedded private key; kept in case it stops
 		return "", dpopError("the jwk header must not hold a private key")
 	}
 	if err := verifyProofSignature(jws, req.Proof, h.Algorithm, jwk.Key); err != nil {

@@ -21,8 +21,8 @@ import (
 func TestJWKThumbprintRFC7638(t *testing.T) {
 	const n = "0vx7agoebGcQSuuPiLJXZptN9nndrQmbXEps2aiAFbWhM78LhWx4cbbfAAtVT86zwu1RK7aPFFxuhDR1L6tSoc_BJECPebWKRXjBZCiFV4n3oknjhMstn64tZ_2W-5JsGY4Hc5n9yBXArwl93lqt7_RN5w6Cf0h4QyQ5v-65YGjQR0_FDW2QvzqY368QQMicAtaSqzs8KJZgnYb9c7d0zgdAZHzu6qMQvRL5hajrn1n91CbOpbISD08qNLyrdkt-bFTWhAI4vMQFh6WeZu0fM4lFd2NcRwr3XPksINHaQ-G_xBniIqbw0Ls1jF44-csFCur-kEgU8awapJzKnqDKgw"
 	for name, jwk := range map[string]string{
-		"required members":          `{"kty":"RSA","n":"` + n + `","e":"AQAB"}`,
-		"with alg and kid (§3.1)":   `{"kty":"RSA","n":"` + n + `","e":"AQAB","alg":"RS256","kid":"2011-04-29"}`,
+		"required members":         `{"kty":"RSA","n":"` + n + `","e":"AQAB"}`,
+		"with alg and kid (§3.1)":  `{"kty":"RSA","n":"` + n + `","e":"AQAB","alg":"RS256","kid":"2011-04-29"}`,
 		"members in another order": `{"e":"AQAB","kid":"2011-04-29","n":"` + n + `","kty":"RSA"}`,
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -111,7 +111,9 @@ func TestIntrospectionAndRevocation(t *testing.T) {
 	oauth := func(path, id, secret, token string) latchkeytest.Response {
 		return e.Do("POST", path, url.Values{"token": {token}, "client_id": {id}, "client_secret": {secret}}.Encode(), formCT)
 	}
-	use := func(tok string) int { return e.Do("GET", "/events/v1/events", nil, "Authorization: Bearer "+tok).Status }
+	use := func(tok string) int {
+		return e.Do("GET", "/events/v1/events", nil, "Authorization: Bearer "+tok).Status
+	}
 
 	t.Run("introspection by the token's client", func(t *testing.T) {
 		got := oauth("/oauth/v1/introspect", aID, aSecret, tokA).JSON()

@@ -62,7 +62,7 @@ type env struct {
 	admin identity.Principal
 }
 
-func newEnv(t *testing.T, at time.Time) *env {
+func newEnv(t testing.TB, at time.Time) *env {
 	sealer, err := seal.New(seal.NewKey())
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func newEnv(t *testing.T, at time.Time) *env {
 	return &env{st: memstore.New(), clk: clocktest.New(at), seal: sealer}
 }
 
-func (e *env) service(t *testing.T, issuer string, shared bool) *identity.Service {
+func (e *env) service(t testing.TB, issuer string, shared bool) *identity.Service {
 	keys, err := identity.LoadKeySet(t.Context(), e.st, e.seal, e.clk, issuer)
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func (e *env) service(t *testing.T, issuer string, shared bool) *identity.Servic
 }
 
 // client makes a tenant and an OAuth client in it through s.
-func (e *env) client(t *testing.T, s *identity.Service, code string, resources ...string) (tenant identity.Tenant, id, secret string) {
+func (e *env) client(t testing.TB, s *identity.Service, code string, resources ...string) (tenant identity.Tenant, id, secret string) {
 	t.Helper()
 	ctx := t.Context()
 	root := identity.Principal{Kind: identity.KindUser, TenantCode: identity.RootTenantCode, Roles: []string{identity.RoleTenantAdmin}}

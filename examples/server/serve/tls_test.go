@@ -63,17 +63,17 @@ func TestTLSProfile(t *testing.T) {
 		tls.TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA, tls.TLS_RSA_WITH_AES_128_CBC_SHA, tls.TLS_RSA_WITH_AES_256_CBC_SHA, tls.TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256}
 	for _, tt := range []struct {
 		name   string
-		client tls.Config
+		client *tls.Config
 		ok     bool
 	}{
-		{"TLS 1.3", tls.Config{MinVersion: tls.VersionTLS13}, true},
-		{"TLS 1.2 AEAD", tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}}, true},
-		{"TLS 1.2 ChaCha20", tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256}}, true},
-		{"TLS 1.2 CBC only", tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: cbc}, false},
-		{"TLS 1.1", tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}, false},
+		{"TLS 1.3", &tls.Config{MinVersion: tls.VersionTLS13}, true},
+		{"TLS 1.2 AEAD", &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256}}, true},
+		{"TLS 1.2 ChaCha20", &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: []uint16{tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256}}, true},
+		{"TLS 1.2 CBC only", &tls.Config{MaxVersion: tls.VersionTLS12, CipherSuites: cbc}, false},
+		{"TLS 1.1", &tls.Config{MinVersion: tls.VersionTLS10, MaxVersion: tls.VersionTLS11}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, err := handshake(&tt.client)
+			st, err := handshake(tt.client)
 			if tt.ok != (err == nil) {
 				t.Fatalf("handshake: %v (suite %s), want ok=%v", err, tls.CipherSuiteName(st.CipherSuite), tt.ok)
 			}

@@ -19,14 +19,25 @@ import (
 // work (parsing the proof, verifying its signature, the thumbprint, the
 // replay cache) and the longer answer.
 func BenchmarkP13DPoPTokenEndpoint(b *testing.B) {
-	e := newEnv(b, identity.OWASPMinimum())
-	c, secret, err := e.p.Identity.CreateOAuthClient(b.Context(), e.admin, e.root.ID, "bench", []string{identity.ScopeAuditExport}, identity.RoleTenantAdmin)
-	if err != nil {
-		b.Fatal(err)
-	}
-	body := url.Values{"grant_type": {"client_credentials"}, "client_id": {c.ID}, "client_secret": {secret}}.Encode()
-	tokenURL := e.srv.URL + "/oauth/v1/token"
-	run := func(b *testing.B, proofs []string) {
+	// Each sub-benchmark has a platform of its own, so that none inserts
+	// its audit records into a log the one before it grew.
+	run := func(b *testing.B, alg string) {
+		e := newEnv(b, identity.OWASPMinimum())
+		c, secret, err := e.p.Identity.CreateOAuthClient(b.Context(), e.admin, e.root.ID, "bench", []string{identity.ScopeAuditExport}, identity.RoleTenantAdmin)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body := url.Values{"grant_type": {"client_credentials"}, "client_id": {c.ID}, "client_secret": {secret}}.Encode()
+		tokenURL := e.srv.URL + "/oauth/v1/token"
+		var proofs []string
+		if alg != "" {
+			key := latchkeytest.NewDPoPKey(b, alg)
+			proofs = make([]string, b.N)
+			now := time.Now()
+			for i := range proofs {
+				proofs[i] = key.Proof("POST", tokenURL, "", now)
+			}
+		}
 		var next atomic.Int64
 		b.SetParallelism(32)
 		b.ResetTimer()
@@ -42,16 +53,7 @@ func BenchmarkP13DPoPTokenEndpoint(b *testing.B) {
 			}
 		})
 	}
-	b.Run("p1=bearer", func(b *testing.B) { run(b, nil) })
-	for _, alg := range []string{"ES256", "Ed25519"} {
-		b.Run("dpop-"+alg, func(b *testing.B) {
-			key := latchkeytest.NewDPoPKey(b, alg)
-			proofs := make([]string, b.N)
-			now := time.Now()
-			for i := range proofs {
-				proofs[i] = key.Proof("POST", tokenURL, "", now)
-			}
-			run(b, proofs)
-		})
-	}
+	b.Run("p1=bearer", func(b *testing.B) { run(b, "") })
+	b.Run("dpop-ES256", func(b *testing.B) { run(b, "ES256") })
+	b.Run("dpop-Ed25519", func(b *testing.B) { run(b, "Ed25519") })
 }

@@ -61,8 +61,10 @@ type Config struct {
 	Clock     clock.Clock
 	Logger    *slog.Logger
 
-	// Issuer is the iss claim of issued tokens, usually the server's public
-	// URL; default "latchkey".
+	// Issuer is the iss claim of issued tokens and the aud of access
+	// tokens for the platform's own areas: the server's public URL, exactly
+	// as the authorization server metadata names it (RFC 8414 §2, RFC 9068
+	// §2.2); default DefaultIssuer, httpapi.Defaults' public URL.
 	Issuer string
 	// PasswordParams are the argon2id costs; default identity.OWASPMinimum().
 	// Lower values are refused unless AllowWeakPasswordHashing is set (tests).
@@ -139,6 +141,16 @@ type Notifier interface {
 // the export workers of every process.
 const exportChannel = "latchkey_export_jobs"
 
+// revocationsChannel is the Notifier channel on which a stored
+// revocation (of a subject or of one token) makes every process re-read
+// the revocations at once rather than within 5 seconds.
+const revocationsChannel = "latchkey_revocations"
+
+// DefaultIssuer is the issuer of a platform configured without one: the
+// example server's default URL, which is also httpapi.Defaults' PublicURL,
+// so that tokens, their audience and the metadata agree out of the box.
+const DefaultIssuer = "http://127.0.0.1:8080"
+
 // eventsChannel is the Notifier channel on which committed event appends
 // wake the readers of the event log (events.Service.Appended) in every
 // process.
@@ -213,7 +225,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Issuer == "" {
-		cfg.Issuer = "latchkey"
+		cfg.Issuer = DefaultIssuer
 	}
 	if cfg.PasswordParams == (identity.PasswordParams{}) {
 		cfg.PasswordParams = identity.OWASPMinimum()
@@ -234,11 +246,18 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		if keys, err = identity.LoadKeySet(ctx, cfg.Store, sealer, cfg.Clock, cfg.Issuer); err != nil {
 			return err
 		}
-		p.Identity = identity.NewService(identity.Config{
+		icfg := identity.Config{
 			Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 			Hasher:           hasher,
 			PlatformTokenTTL: cfg.PlatformTokenTTL,
-		})
+		}
+		// A store several processes share (a Locker) also shares the DPoP
+		// replay guard, so a proof replayed to another process is refused.
+		_, icfg.SharedReplay = cfg.Store.(Locker)
+		if n, ok := cfg.Store.(Notifier); ok {
+			icfg.AnnounceRevocation = func(ctx context.Context) error { return n.Notify(ctx, revocationsChannel) }
+		}
+		p.Identity = identity.NewService(icfg)
 		p.Clients, err = clients.New(ctx, clients.Config{
 			Store: cfg.Store, Tenants: cfg.Store, Revoker: p.Identity, Keys: keys, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock,
 			Logger: cfg.Logger, TokenTTL: cfg.PlatformTokenTTL,
@@ -401,6 +420,12 @@ func (p *Platform) Run(ctx context.Context) error {
 		go func() {
 			for range appended {
 				p.Events.Poke()
+			}
+		}()
+		revoked := n.Listen(ctx, revocationsChannel)
+		go func() {
+			for range revoked {
+				p.Identity.RevocationsChanged()
 			}
 		}()
 	}

@@ -356,7 +356,8 @@ func TestClientLogin(t *testing.T) {
 	t.Run("client JWT uses the vault", func(t *testing.T) {
 		r := e.DoWith(latchkeytest.HTTPSClient(srv, c.TLSCertificate), srv.URL, "POST", "/api/v1/auth/tokens", login(c.ID))
 		jwt := r.JSON()["jwt"].(string)
-		r = e.Do("POST", "/api/v1/vault/keys2", map[string]any{"name": "k", "algorithm": "AES", "size": 256}, bearer(jwt))
+		// The JWT is certificate-bound: it is used over TLS with the same certificate.
+		r = e.DoWith(latchkeytest.HTTPSClient(srv, c.TLSCertificate), srv.URL, "POST", "/api/v1/vault/keys2", map[string]any{"name": "k", "algorithm": "AES", "size": 256}, bearer(jwt))
 		if r.Status != 201 {
 			t.Fatalf("create key as client: %d %s", r.Status, r.Body)
 		}
@@ -438,8 +439,15 @@ func TestDeletedClientTokenRevoked(t *testing.T) {
 		return r.JSON()["jwt"].(string)
 	}
 	doomedJWT, keptJWT := login(doomed), login(kept)
-	for _, jwt := range []string{doomedJWT, keptJWT} {
-		if r := e.Do("GET", "/api/v1/vault/keys2", nil, bearer(jwt)); r.Status != 200 {
+	// The JWTs are certificate-bound: each is used with its client's certificate.
+	as := func(c latchkeytest.Client, method, path string, body any, jwt string) latchkeytest.Response {
+		return e.DoWith(latchkeytest.HTTPSClient(srv, c.TLSCertificate), srv.URL, method, path, body, bearer(jwt))
+	}
+	for _, c := range []struct {
+		c   latchkeytest.Client
+		jwt string
+	}{{doomed, doomedJWT}, {kept, keptJWT}} {
+		if r := as(c.c, "GET", "/api/v1/vault/keys2", nil, c.jwt); r.Status != 200 {
 			t.Fatalf("before deletion: %d %s", r.Status, r.Body)
 		}
 	}
@@ -448,14 +456,14 @@ func TestDeletedClientTokenRevoked(t *testing.T) {
 	}
 	// No clock movement: the token is refused at once, although it is
 	// still in the verified-token cache and far from exp.
-	r := e.Do("GET", "/api/v1/vault/keys2", nil, bearer(doomedJWT))
+	r := as(doomed, "GET", "/api/v1/vault/keys2", nil, doomedJWT)
 	if r.Status != 401 || !strings.Contains(string(r.Body), "revoked") {
 		t.Fatalf("deleted client's JWT: %d %s, want 401 revoked", r.Status, r.Body)
 	}
-	if r := e.Do("POST", "/api/v1/vault/keys2", map[string]any{"name": "k", "algorithm": "AES", "size": 256}, bearer(doomedJWT)); r.Status != 401 {
+	if r := as(doomed, "POST", "/api/v1/vault/keys2", map[string]any{"name": "k", "algorithm": "AES", "size": 256}, doomedJWT); r.Status != 401 {
 		t.Fatalf("deleted client's JWT on a write: %d %s, want 401", r.Status, r.Body)
 	}
-	if r := e.Do("GET", "/api/v1/vault/keys2", nil, bearer(keptJWT)); r.Status != 200 {
+	if r := as(kept, "GET", "/api/v1/vault/keys2", nil, keptJWT); r.Status != 200 {
 		t.Fatalf("other client's JWT after the deletion: %d %s, want 200", r.Status, r.Body)
 	}
 }
@@ -481,7 +489,8 @@ func TestDefaultProfileRoleReachesVault(t *testing.T) {
 			t.Fatalf("client login: %d %s", r.Status, r.Body)
 		}
 		jwt := r.JSON()["jwt"].(string)
-		return latchkeytest.UnverifiedClaims(t, jwt)["roles"], e.Do("GET", "/api/v1/vault/keys2?limit=10", nil, bearer(jwt)).Status
+		list := e.DoWith(latchkeytest.HTTPSClient(srv, c.TLSCertificate), srv.URL, "GET", "/api/v1/vault/keys2?limit=10", nil, bearer(jwt))
+		return latchkeytest.UnverifiedClaims(t, jwt)["roles"], list.Status
 	}
 	t.Run("default role", func(t *testing.T) {
 		roles, status := listAs(t, "default")

@@ -641,9 +641,57 @@ func TestContract(t *testing.T) {
 			}
 		}
 		t.Run("invalid_client", func(t *testing.T) {
-			oauthError(t, tok(url.Values{"grant_type": {"client_credentials"}, "client_id": {f.client.id}, "client_secret": {"wrong"}}, false, reqValid, 401), "invalid_client")
-			oauthError(t, tok(cc, false, reqValid, 401), "invalid_client")
-			oauthError(t, tok(url.Values{"grant_type": {"client_credentials"}, "client_id": {"lkc_nosuchclient"}, "client_secret": {"x"}}, false, reqValid, 401), "invalid_client")
+			// RFC 6749 §5.2: 400 without a challenge unless the client used HTTP Basic.
+			oauthError(t, tok(url.Values{"grant_type": {"client_credentials"}, "client_id": {f.client.id}, "client_secret": {"wrong"}}, false, reqValid, 400), "invalid_client")
+			oauthError(t, tok(cc, false, reqValid, 400), "invalid_client")
+			oauthError(t, tok(url.Values{"grant_type": {"client_credentials"}, "client_id": {"lkc_nosuchclient"}, "client_secret": {"x"}}, false, reqValid, 400), "invalid_client")
+			resp, body := c.do(t, call{method: "POST", path: "/oauth/v1/token", body: []byte(cc.Encode()), contentType: form, want: 401,
+				header: http.Header{"Authorization": {"Basic " + basicAuth(url.QueryEscape(f.client.id), "wrong")}}})
+			oauthError(t, body, "invalid_client")
+			if got := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Basic ") {
+				t.Errorf("WWW-Authenticate %q, want a Basic challenge", got)
+			}
+		})
+		t.Run("introspect and revoke", func(t *testing.T) {
+			access := oauthToken(t, c, f.client.id, f.client.secret)
+			creds := url.Values{"client_id": {f.client.id}, "client_secret": {f.client.secret}}
+			with := func(v url.Values, kv ...string) []byte {
+				w := url.Values{}
+				for k, x := range v {
+					w[k] = x
+				}
+				for i := 0; i+1 < len(kv); i += 2 {
+					w.Set(kv[i], kv[i+1])
+				}
+				return []byte(w.Encode())
+			}
+			_, body := c.do(t, call{method: "POST", path: "/oauth/v1/introspect", body: with(creds, "token", access), contentType: form, want: 200})
+			if got := decode[map[string]any](t, body); got["active"] != true || got["client_id"] != f.client.id || got["token_type"] != "Bearer" {
+				t.Errorf("introspection %v", got)
+			}
+			_, body = c.do(t, call{method: "POST", path: "/oauth/v1/introspect", body: with(creds, "token", "not-a-token"), contentType: form, want: 200})
+			if diff := cmp.Diff(map[string]any{"active": false}, decode[map[string]any](t, body)); diff != "" {
+				t.Errorf("introspection of garbage (-want +got):\n%s", diff)
+			}
+			_, body = c.do(t, call{method: "POST", path: "/oauth/v1/introspect", body: with(creds, "client_secret", "wrong", "token", access), contentType: form, want: 400})
+			oauthError(t, body, "invalid_client")
+			_, body = c.do(t, call{method: "POST", path: "/oauth/v1/introspect", body: with(url.Values{"token": {access}}), contentType: form, want: 401,
+				header: http.Header{"Authorization": {"Basic " + basicAuth(url.QueryEscape(f.client.id), "wrong")}}})
+			oauthError(t, body, "invalid_client")
+			_, body = c.do(t, call{method: "POST", path: "/oauth/v1/revoke", body: with(creds), contentType: form, req: reqInvalid, want: 400})
+			oauthError(t, body, "invalid_request")
+			_, body = c.do(t, call{method: "POST", path: "/oauth/v1/revoke", body: with(creds, "client_secret", "wrong", "token", access), contentType: form, want: 400})
+			oauthError(t, body, "invalid_client")
+			_, body = c.do(t, call{method: "POST", path: "/oauth/v1/revoke", body: with(url.Values{"token": {access}}), contentType: form, want: 401,
+				header: http.Header{"Authorization": {"Basic " + basicAuth(url.QueryEscape(f.client.id), "wrong")}}})
+			oauthError(t, body, "invalid_client")
+			c.do(t, call{method: "POST", path: "/oauth/v1/revoke", body: with(creds, "token", access, "token_type_hint", "access_token"), contentType: form, want: 200})
+			_, body = c.do(t, call{method: "POST", path: "/oauth/v1/introspect", body: with(creds, "token", access), contentType: form, want: 200})
+			if got := decode[map[string]any](t, body)["active"]; got != false {
+				t.Errorf("revoked token introspects as active=%v", got)
+			}
+			c.do(t, call{method: "POST", path: "/oauth/v1/introspect", body: []byte("token=" + strings.Repeat("a", 64<<10)), contentType: form, want: 413})
+			c.do(t, call{method: "POST", path: "/oauth/v1/revoke", body: []byte("token=" + strings.Repeat("a", 64<<10)), contentType: form, want: 413})
 		})
 		t.Run("unsupported_grant_type", func(t *testing.T) {
 			oauthError(t, tok(url.Values{"grant_type": {"password"}, "client_id": {f.client.id}, "client_secret": {f.client.secret}}, false, reqInvalid, 400), "unsupported_grant_type")

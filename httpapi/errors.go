@@ -80,12 +80,82 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 	}
 	msg := messageOf(err, status)
 	oauthCode := "invalid_request"
-	for _, e := range []error{identity.ErrInvalidClient, identity.ErrInvalidGrant, identity.ErrInvalidScope, identity.ErrUnsupportedGrantType, identity.ErrInvalidRequest} {
+	for _, e := range []error{identity.ErrInvalidClient, identity.ErrInvalidGrant, identity.ErrInvalidScope, identity.ErrUnsupportedGrantType,
+		identity.ErrInvalidTarget, identity.ErrUnauthorizedClient, identity.ErrInvalidDPoPProof, identity.ErrInvalidRequest} {
 		if errors.Is(err, e) {
 			oauthCode = e.Error()
+			break
 		}
 	}
+	var ch *challenge
+	if errors.As(err, &ch) && (status == http.StatusUnauthorized || status == http.StatusForbidden) {
+		w.Header().Set("WWW-Authenticate", ch.header(msg))
+	}
 	s.writeProblem(w, r, st, status, codeOf[kind], oauthCode, fault.FieldOf(err), msg)
+}
+
+// challenge carries the WWW-Authenticate challenge of a refused token
+// (RFC 6750 §3, RFC 9449 §7.1) to writeError, wrapping the refusal.
+type challenge struct {
+	scheme string // Bearer or DPoP
+	code   string // invalid_token, insufficient_scope, invalid_dpop_proof; "" when no token was sent
+	scope  string // the scope needed, with insufficient_scope
+	err    error
+}
+
+func (c *challenge) Error() string { return c.err.Error() }
+func (c *challenge) Unwrap() error { return c.err }
+
+// header is the challenge's WWW-Authenticate value. Without a code (no
+// token was sent) it is the bare challenge RFC 6750 §3.1 asks for; a DPoP
+// challenge names the accepted algorithms (RFC 9449 §7.1).
+func (c *challenge) header(desc string) string {
+	var b strings.Builder
+	b.WriteString(c.scheme)
+	b.WriteString(` realm="latchkey"`)
+	if c.scheme == identity.SchemeDPoP {
+		b.WriteString(`, algs="` + strings.Join(identity.DPoPAlgorithms, " ") + `"`)
+	}
+	if c.code != "" {
+		b.WriteString(`, error="` + c.code + `"`)
+		if desc != "" {
+			b.WriteString(`, error_description=` + strconv.Quote(challengeText(desc)))
+		}
+	}
+	if c.scope != "" {
+		b.WriteString(`, scope="` + c.scope + `"`)
+	}
+	return b.String()
+}
+
+// challengeText keeps an error description within RFC 6750 §3's character
+// set (%x20-21 / %x23-5B / %x5D-7E): no quote, no backslash.
+func challengeText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
+			return '\''
+		}
+		return r
+	}, s)
+}
+
+// challenged wraps err with a challenge of scheme: code "" when no token
+// was sent, else invalid_token, insufficient_scope or invalid_dpop_proof.
+func challenged(scheme, code, scope string, err error) error {
+	return &challenge{scheme: scheme, code: code, scope: scope, err: err}
+}
+
+// challengeFor wraps a token refusal with its challenge: a DPoP proof
+// problem answers with the DPoP scheme and invalid_dpop_proof, any other
+// 401 with invalid_token in the scheme the token was sent with.
+func challengeFor(scheme string, err error) error {
+	switch {
+	case errors.Is(err, identity.ErrInvalidDPoPProof):
+		return challenged(identity.SchemeDPoP, "invalid_dpop_proof", "", err)
+	case fault.Is(fault.Unauthenticated, err):
+		return challenged(scheme, "invalid_token", "", err)
+	}
+	return err
 }
 
 // writeProblem answers status with msg in the area's shape: code is the
@@ -93,7 +163,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 // code, field the request field at fault of a 400, if any.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, st style, status int, code, oauthCode, field, msg string) {
 	traceID := audit.TraceID(r.Context())
-	if status == http.StatusUnauthorized {
+	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="latchkey"`)
 	}
 	var body any
@@ -107,7 +177,16 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, st style, 
 			code = "temporarily_unavailable"
 		}
 		if code == "invalid_client" {
-			w.Header().Set("WWW-Authenticate", `Basic realm="latchkey"`)
+			// RFC 6749 §5.2: 401 with a Basic challenge only to a client
+			// that authenticated with HTTP Basic; a client that sent its
+			// credentials in the body gets 400 and no challenge.
+			if scheme, _, _ := strings.Cut(r.Header.Get("Authorization"), " "); strings.EqualFold(scheme, "Basic") {
+				status = http.StatusUnauthorized
+				w.Header().Set("WWW-Authenticate", `Basic realm="latchkey"`)
+			} else {
+				status = http.StatusBadRequest
+				w.Header().Del("WWW-Authenticate")
+			}
 		}
 		body = map[string]string{"error": code, "error_description": msg}
 	case styleProblem:

@@ -9,30 +9,73 @@ import (
 	"github.com/latchkey/latchkey/identity"
 )
 
+// OAuth endpoint paths below {auth_url}.
+const (
+	tokenPath      = "/oauth/v1/token"
+	introspectPath = "/oauth/v1/introspect"
+	revokePath     = "/oauth/v1/revoke"
+)
+
 func (s *Server) registerOAuth() {
-	s.handle("POST", s.opts.AuthURL+"/oauth/v1/token", routeOpts{style: styleOAuth, limit: 64 << 10}, s.oauthTokenEndpoint)
+	form := routeOpts{style: styleOAuth, limit: 64 << 10, name: "oauth-client"}
+	s.handle("POST", s.opts.AuthURL+tokenPath, form, s.oauthTokenEndpoint)
+	s.handle("POST", s.opts.AuthURL+introspectPath, form, s.oauthIntrospect)
+	s.handle("POST", s.opts.AuthURL+revokePath, form, s.oauthRevoke)
 	s.handle("GET", "/.well-known/jwks.json", routeOpts{}, s.jwks)
 	s.handle("GET", "/.well-known/oauth-authorization-server", routeOpts{}, s.asMetadata)
 }
 
-// oauthTokenEndpoint is the client_credentials grant (RFC 6749 §4.4) with
-// client_secret_basic or client_secret_post authentication.
-func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) error {
+// oauthForm reads an OAuth endpoint's form body (RFC 6749 §3.2: no
+// parameter repeated, except those in repeatable) and the client's
+// credentials: HTTP Basic (client_secret_basic, id and secret form-encoded
+// first, RFC 6749 §2.3.1) or client_id and client_secret in the body
+// (client_secret_post), not both.
+func oauthForm(r *http.Request, repeatable ...string) (form url.Values, id, secret string, err error) {
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
-		return fault.E(fault.Invalid, "Content-Type must be application/x-www-form-urlencoded", identity.ErrInvalidRequest)
+		return nil, "", "", fault.E(fault.Invalid, "Content-Type must be application/x-www-form-urlencoded", identity.ErrInvalidRequest)
 	}
 	body, err := readBody(r)
 	if err != nil {
-		return err
+		return nil, "", "", err
 	}
-	form, err := url.ParseQuery(string(body))
+	form, err = url.ParseQuery(string(body))
 	if err != nil {
-		return fault.E(fault.Invalid, "malformed form body", identity.ErrInvalidRequest)
+		return nil, "", "", fault.E(fault.Invalid, "malformed form body", identity.ErrInvalidRequest)
 	}
+next:
 	for k, v := range form {
-		if len(v) > 1 { // RFC 6749 §3.2: parameters must not repeat
-			return fault.E(fault.Invalid, "parameter "+k+" is repeated", identity.ErrInvalidRequest)
+		for _, ok := range repeatable {
+			if k == ok {
+				continue next
+			}
 		}
+		if len(v) > 1 {
+			return nil, "", "", fault.E(fault.Invalid, "parameter "+k+" is repeated", identity.ErrInvalidRequest)
+		}
+	}
+	id, secret, basic := r.BasicAuth()
+	if basic {
+		if form.Get("client_secret") != "" {
+			return nil, "", "", fault.E(fault.Invalid, "use one client authentication method", identity.ErrInvalidRequest)
+		}
+		var err1, err2 error
+		id, err1 = url.QueryUnescape(id)
+		secret, err2 = url.QueryUnescape(secret)
+		if err1 != nil || err2 != nil {
+			return nil, "", "", fault.E(fault.Unauthenticated, "malformed client credentials", identity.ErrInvalidClient)
+		}
+		return form, id, secret, nil
+	}
+	return form, form.Get("client_id"), form.Get("client_secret"), nil
+}
+
+// oauthTokenEndpoint is the client_credentials grant (RFC 6749 §4.4) with
+// client_secret_basic or client_secret_post authentication, RFC 8707
+// resource indicators (repeatable) and RFC 9449 DPoP proofs.
+func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) error {
+	form, id, secret, err := oauthForm(r, "resource")
+	if err != nil {
+		return err
 	}
 	if gt := form.Get("grant_type"); gt != "client_credentials" {
 		if gt == "" {
@@ -40,29 +83,49 @@ func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) erro
 		}
 		return fault.E(fault.Invalid, "only grant_type=client_credentials is supported", identity.ErrUnsupportedGrantType)
 	}
-	id, secret, basic := r.BasicAuth()
-	if basic {
-		if form.Get("client_secret") != "" {
-			return fault.E(fault.Invalid, "use one client authentication method", identity.ErrInvalidRequest)
-		}
-		// client_secret_basic form-encodes id and secret before base64 (RFC 6749 §2.3.1).
-		var err1, err2 error
-		id, err1 = url.QueryUnescape(id)
-		secret, err2 = url.QueryUnescape(secret)
-		if err1 != nil || err2 != nil {
-			return fault.E(fault.Unauthenticated, "malformed client credentials", identity.ErrInvalidClient)
-		}
-	} else {
-		id, secret = form.Get("client_id"), form.Get("client_secret")
+	req := identity.TokenRequest{ClientID: id, ClientSecret: secret, Scope: form.Get("scope"), Resources: form["resource"]}
+	if proofs := r.Header.Values("DPoP"); len(proofs) > 1 {
+		return fault.E(fault.Invalid, "invalid DPoP proof: exactly one DPoP header is allowed", identity.ErrInvalidDPoPProof)
+	} else if len(proofs) == 1 {
+		req.DPoP = &identity.DPoPRequest{Proof: proofs[0], Method: r.Method, URLs: s.requestURLs(r)}
 	}
-	token, expiresIn, scope, err := s.p.Identity.ClientCredentials(r.Context(), id, secret, form.Get("scope"))
+	g, err := s.p.Identity.Grant(r.Context(), req)
 	if err != nil {
 		s.loginFailed("client_credentials", err)
 		return err
 	}
 	s.p.Metrics().TokenIssued("client_credentials")
 	w.Header().Set("Pragma", "no-cache")
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": token, "token_type": "Bearer", "expires_in": expiresIn, "scope": scope})
+	writeJSON(w, http.StatusOK, g)
+	return nil
+}
+
+// oauthIntrospect is RFC 7662 token introspection, for clients of the
+// token's tenant authenticated like the token endpoint.
+func (s *Server) oauthIntrospect(w http.ResponseWriter, r *http.Request) error {
+	form, id, secret, err := oauthForm(r)
+	if err != nil {
+		return err
+	}
+	out, err := s.p.Identity.Introspect(r.Context(), id, secret, form.Get("token"))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// oauthRevoke is RFC 7009 token revocation, for clients of the token's
+// tenant authenticated like the token endpoint: 200 with an empty body.
+func (s *Server) oauthRevoke(w http.ResponseWriter, r *http.Request) error {
+	form, id, secret, err := oauthForm(r)
+	if err != nil {
+		return err
+	}
+	if err := s.p.Identity.Revoke(r.Context(), id, secret, form.Get("token"), form.Get("token_type_hint")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusOK)
 	return nil
 }
 
@@ -72,17 +135,35 @@ func (s *Server) jwks(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// asMetadata is the RFC 8414 authorization server metadata.
+// asMetadata is the RFC 8414 authorization server metadata, the same on
+// every listener: the issuer and the endpoints at the public URL, and, when
+// the server has a mutual-TLS listener, their aliases there (RFC 8705 §5).
 func (s *Server) asMetadata(w http.ResponseWriter, r *http.Request) error {
-	u := s.opts.PublicURL
-	writeJSONCacheable(w, map[string]any{
+	u := s.opts.PublicURL + s.opts.AuthURL
+	auth := []string{"client_secret_basic", "client_secret_post"}
+	md := map[string]any{
 		"issuer":                                s.p.Identity.Keys().Issuer(),
-		"token_endpoint":                        u + s.opts.AuthURL + "/oauth/v1/token",
-		"jwks_uri":                              u + "/.well-known/jwks.json",
+		"token_endpoint":                        u + tokenPath,
+		"introspection_endpoint":                u + introspectPath,
+		"revocation_endpoint":                   u + revokePath,
+		"jwks_uri":                              s.opts.PublicURL + "/.well-known/jwks.json",
 		"grant_types_supported":                 []string{"client_credentials"},
-		"token_endpoint_auth_methods_supported": []string{"client_secret_basic", "client_secret_post"},
-		"response_types_supported":              []string{}, // RFC 8414 §2 requires the member; no authorization endpoint, so no response_type
-		"scopes_supported":                      identity.AllScopes,
-	})
+		"token_endpoint_auth_methods_supported": auth,
+		"introspection_endpoint_auth_methods_supported": auth,
+		"revocation_endpoint_auth_methods_supported":    auth,
+		"response_types_supported":                      []string{}, // RFC 8414 §2 requires the member; no authorization endpoint, so no response_type
+		"scopes_supported":                              identity.AllScopes,
+		"dpop_signing_alg_values_supported":             identity.DPoPAlgorithms,
+		"tls_client_certificate_bound_access_tokens":    true,
+	}
+	if s.opts.MTLSURL != "" {
+		m := s.opts.MTLSURL + s.opts.AuthURL
+		md["mtls_endpoint_aliases"] = map[string]string{
+			"token_endpoint":         m + tokenPath,
+			"introspection_endpoint": m + introspectPath,
+			"revocation_endpoint":    m + revokePath,
+		}
+	}
+	writeJSONCacheable(w, md)
 	return nil
 }

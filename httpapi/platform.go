@@ -161,18 +161,25 @@ func (s *Server) createOAuthClient(w http.ResponseWriter, r *http.Request) error
 		return err
 	}
 	var req struct {
-		Name   string   `json:"name"`
-		Scopes []string `json:"scopes"`
-		Role   string   `json:"role"`
+		Name      string   `json:"name"`
+		Scopes    []string `json:"scopes"`
+		Role      string   `json:"role"`
+		Resources []string `json:"resources"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	c, secret, err := s.p.Identity.CreateOAuthClient(r.Context(), principal(r), id, req.Name, req.Scopes, req.Role)
+	c, secret, err := s.p.Identity.RegisterOAuthClient(r.Context(), principal(r), id,
+		identity.NewOAuthClient{Name: req.Name, Scopes: req.Scopes, Role: req.Role, Resources: req.Resources})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"client_id": c.ID, "client_secret": secret, "name": c.Name, "scopes": c.Scopes, "role": c.Role, "createdAt": c.CreatedAt})
+	resources := c.Resources
+	if resources == nil {
+		resources = []string{}
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"client_id": c.ID, "client_secret": secret, "name": c.Name, "scopes": c.Scopes, "role": c.Role,
+		"resources": resources, "createdAt": c.CreatedAt})
 	return nil
 }
 

@@ -264,9 +264,13 @@ func TestOAuthTokenEndpoint(t *testing.T) {
 		{"basic", cc(), [2]string{id, secret}, 200, "", "audit:export event:event:consumer"},
 		{"narrowed scope", cc("client_id", id, "client_secret", secret, "scope", "audit:export"), [2]string{}, 200, "", "audit:export"},
 		{"scope not allowed", cc("client_id", id, "client_secret", secret, "scope", "notification:consent:administrator"), [2]string{}, 400, "invalid_scope", ""},
-		{"wrong secret", cc("client_id", id, "client_secret", "x"), [2]string{}, 401, "invalid_client", ""},
-		{"unknown client", cc("client_id", "lkc_nope", "client_secret", "x"), [2]string{}, 401, "invalid_client", ""},
-		{"no credentials", cc(), [2]string{}, 401, "invalid_client", ""},
+		// RFC 6749 §5.2: invalid_client is 401 with a Basic challenge only
+		// when the client used HTTP Basic, else 400 without a challenge.
+		{"wrong secret", cc("client_id", id, "client_secret", "x"), [2]string{}, 400, "invalid_client", ""},
+		{"wrong secret basic", cc(), [2]string{id, "x"}, 401, "invalid_client", ""},
+		{"unknown client", cc("client_id", "lkc_nope", "client_secret", "x"), [2]string{}, 400, "invalid_client", ""},
+		{"unknown client basic", cc(), [2]string{"lkc_nope", "x"}, 401, "invalid_client", ""},
+		{"no credentials", cc(), [2]string{}, 400, "invalid_client", ""},
 		{"two methods", cc("client_secret", secret), [2]string{id, secret}, 400, "invalid_request", ""},
 		{"password grant", url.Values{"grant_type": {"password"}}, [2]string{}, 400, "unsupported_grant_type", ""},
 		{"no grant", url.Values{}, [2]string{}, 400, "invalid_request", ""},
@@ -293,8 +297,9 @@ func TestOAuthTokenEndpoint(t *testing.T) {
 			if hdr["typ"] != "at+jwt" {
 				t.Errorf("access token typ = %v, want at+jwt (RFC 9068)", hdr["typ"])
 			}
-			if _, ok := claims["aud"]; ok {
-				t.Errorf("access token carries aud %v", claims["aud"])
+			// RFC 9068 §2.2: aud is required; by default it is the issuer.
+			if d := cmp.Diff([]any{"https://latchkey.test"}, claims["aud"]); d != "" {
+				t.Errorf("access token aud (-want +got):\n%s", d)
 			}
 			if claims["client_id"] != id || claims["tid"] != tn.ID || claims["sub"] != id {
 				t.Errorf("claims = %v", claims)

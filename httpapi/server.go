@@ -36,6 +36,11 @@ type Options struct {
 	// PublicURL is the server's external origin (scheme://host[:port]), used
 	// in absolute links and the authorization server metadata.
 	PublicURL string
+	// MTLSURL is the external origin of the listener where clients present
+	// certificates (the example server's HTTPS listener): the metadata's
+	// mtls_endpoint_aliases (RFC 8705 §5) name the token, introspection and
+	// revocation endpoints there. Empty: no aliases are published.
+	MTLSURL string
 	// MaxBodyBytes bounds JSON request bodies; default 1 MiB.
 	MaxBodyBytes int64
 	Logger       *slog.Logger
@@ -87,6 +92,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 		opts.PublicURL = d.PublicURL
 	}
 	opts.PublicURL = strings.TrimSuffix(opts.PublicURL, "/")
+	opts.MTLSURL = strings.TrimSuffix(opts.MTLSURL, "/")
 	if opts.Logger == nil {
 		opts.Logger = p.Logger()
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -223,8 +222,26 @@ func (s *Service) CreateUser(ctx context.Context, p Principal, tenantID, name, p
 }
 
 // CreateOAuthClient registers a confidential OAuth client and returns it with
-// its secret, which is shown only this once.
+// its secret, which is shown only this once; see RegisterOAuthClient.
 func (s *Service) CreateOAuthClient(ctx context.Context, p Principal, tenantID, name string, scopes []string, role string) (OAuthClient, string, error) {
+	return s.RegisterOAuthClient(ctx, p, tenantID, NewOAuthClient{Name: name, Scopes: scopes, Role: role})
+}
+
+// NewOAuthClient is what an administrator registers for an OAuth client.
+type NewOAuthClient struct {
+	Name   string
+	Scopes []string
+	Role   string
+	// Resources are the RFC 8707 resource indicators (absolute URIs
+	// without fragment) the client may ask tokens for: the audiences of
+	// an embedder's own APIs.
+	Resources []string
+}
+
+// RegisterOAuthClient registers a confidential OAuth client and returns it
+// with its secret, which is shown only this once.
+func (s *Service) RegisterOAuthClient(ctx context.Context, p Principal, tenantID string, req NewOAuthClient) (OAuthClient, string, error) {
+	name, scopes, role := req.Name, req.Scopes, req.Role
 	if err := checkAdmin(p, tenantID); err != nil {
 		return OAuthClient{}, "", err
 	}
@@ -232,6 +249,9 @@ func (s *Service) CreateOAuthClient(ctx context.Context, p Principal, tenantID, 
 		return OAuthClient{}, "", err
 	}
 	meta := map[string]any{"client": map[string]any{"name": name, "scopes": scopes, "role": role}}
+	if len(req.Resources) > 0 {
+		meta["client"].(map[string]any)["resources"] = req.Resources
+	}
 	fail := func(err error) (OAuthClient, string, error) {
 		return OAuthClient{}, "", s.record(ctx, tenantID, "oauth-client.create", err, meta)
 	}
@@ -244,10 +264,22 @@ func (s *Service) CreateOAuthClient(ctx context.Context, p Principal, tenantID, 
 	if role != "" && !slices.Contains(allRoles, role) {
 		return fail(fault.E(fault.Invalid, fault.Field("role"), "role must be one of "+strings.Join(allRoles, ", ")))
 	}
+	if len(req.Resources) > 20 {
+		return fail(fault.E(fault.Invalid, fault.Field("resources"), "at most 20 resources"))
+	}
+	for _, r := range req.Resources {
+		if err := CheckResource(r); err != nil {
+			return fail(err)
+		}
+	}
+	var resources []string
+	if len(req.Resources) > 0 {
+		resources = slices.Compact(slices.Sorted(slices.Values(req.Resources)))
+	}
 	secret := rand.Text() + rand.Text()
 	sum := sha256.Sum256([]byte(secret))
 	c := OAuthClient{ID: "lkc_" + strings.ToLower(rand.Text()), TenantID: tenantID, Name: name, SecretHash: sum[:],
-		Scopes: nonNil(slices.Compact(slices.Sorted(slices.Values(scopes)))), Role: role, CreatedAt: s.now()}
+		Scopes: nonNil(slices.Compact(slices.Sorted(slices.Values(scopes)))), Role: role, Resources: resources, CreatedAt: s.now()}
 	if err := s.st.CreateOAuthClient(ctx, c); err != nil {
 		return fail(err)
 	}
@@ -296,70 +328,6 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, tenantID, name,
 	}
 	meta["apiKey"].(map[string]any)["id"] = k.ID
 	return k, secret, s.record(ctx, tenantID, "api-key.create", nil, meta)
-}
-
-// ClientCredentials runs the OAuth 2.0 client_credentials grant: it checks
-// the client secret in constant time and issues a 1-hour access token with
-// the requested scopes (all allowed scopes when scope is empty). Errors wrap
-// the RFC 6749 error codes.
-func (s *Service) ClientCredentials(ctx context.Context, clientID, secret, scope string) (token string, expiresIn int64, granted string, err error) {
-	if clientID == "" || secret == "" {
-		return "", 0, "", fault.E(fault.Unauthenticated, "client authentication failed", ErrInvalidClient)
-	}
-	c, err := s.oauthClient(ctx, clientID)
-	if err != nil && !fault.Is(fault.NotFound, err) {
-		return "", 0, "", err
-	}
-	sum := sha256.Sum256([]byte(secret))
-	if err != nil || subtle.ConstantTimeCompare(sum[:], c.SecretHash) != 1 {
-		if err == nil { // the client exists: its tenant sees the failure
-			ctx = audit.WithActor(ctx, c.ID, c.ID)
-			s.record(ctx, c.TenantID, "oauth.token", fault.E(fault.Unauthenticated, "client authentication failed"), map[string]any{"client_id": c.ID})
-		}
-		return "", 0, "", fault.E(fault.Unauthenticated, "client authentication failed", ErrInvalidClient)
-	}
-	ctx = audit.WithActor(ctx, c.ID, c.ID)
-	scopes := c.Scopes
-	if scope != "" {
-		scopes = strings.Fields(scope)
-		for _, sc := range scopes {
-			if !slices.Contains(c.Scopes, sc) {
-				err := fault.E(fault.Invalid, fault.Field("scope"), fmt.Sprintf("scope %q is not allowed for this client", sc), ErrInvalidScope)
-				return "", 0, "", s.record(ctx, c.TenantID, "oauth.token", err, map[string]any{"client_id": c.ID})
-			}
-		}
-	}
-	t, err := s.tenant(ctx, c.TenantID)
-	if err != nil {
-		return "", 0, "", err
-	}
-	var roles []string
-	if c.Role != "" {
-		roles = []string{c.Role}
-	}
-	granted = strings.Join(scopes, " ")
-	token, _, err = s.cfg.Keys.Sign(Claims{Kind: AccessToken, TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Scope: granted, Roles: roles,
-		RegisteredClaims: registered(c.ID)}, s.cfg.AccessTokenTTL)
-	if err != nil {
-		return "", 0, "", err
-	}
-	meta := map[string]any{"client_id": c.ID, "scope": granted}
-	return token, int64(s.cfg.AccessTokenTTL / 1e9), granted, s.record(ctx, t.ID, "oauth.token", nil, meta)
-}
-
-// Authenticate verifies a bearer token of the given kind and returns its
-// caller. A token whose subject was revoked (RevokeSubject) at or after its
-// iat is refused with "token revoked"; revocations made through another
-// process are seen within 5 seconds.
-func (s *Service) Authenticate(ctx context.Context, token string, kind TokenKind) (Principal, error) {
-	c, err := s.cfg.Keys.Verify(token, kind)
-	if err != nil {
-		return Principal{}, err
-	}
-	if err := s.checkRevoked(ctx, c); err != nil {
-		return Principal{}, err
-	}
-	return c.Principal(), nil
 }
 
 // AuthenticateAPIKey looks up an API key and returns its caller.

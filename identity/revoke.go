@@ -36,11 +36,13 @@ type revocations struct {
 
 	mu     sync.RWMutex
 	latest map[string]time.Time // tenant "\x00" subject -> latest At
-	empty  atomic.Bool          // latest has no entry: the check is one load
+	tokens map[string]time.Time // jti of a token revoked alone -> its exp
+	empty  atomic.Bool          // latest and tokens have no entry: the check is one load
 
 	refreshMu sync.Mutex
 	due       atomic.Int64 // unix nanoseconds of the next refresh; 0: never loaded
 	watermark time.Time    // newest At read from the store; under refreshMu
+	tokMark   time.Time    // newest RevokedAt of a revoked token read; under refreshMu
 }
 
 func revocationKey(tenantID, subject string) string { return tenantID + "\x00" + subject }
@@ -55,9 +57,24 @@ func (rv *revocations) note(r Revocation) {
 	if r.At.After(rv.latest[k]) {
 		rv.latest[k] = r.At
 	}
-	rv.empty.Store(len(rv.latest) == 0)
+	rv.empty.Store(false)
 	rv.mu.Unlock()
 }
+
+// noteToken records a token revoked by its jti.
+func (rv *revocations) noteToken(t RevokedToken) {
+	rv.mu.Lock()
+	if rv.tokens == nil {
+		rv.tokens = map[string]time.Time{}
+	}
+	rv.tokens[t.JTI] = t.ExpiresAt
+	rv.empty.Store(false)
+	rv.mu.Unlock()
+}
+
+// expedite makes the next check read the store, for a revocation made
+// through another process that announced it (see Service.RevocationsChanged).
+func (rv *revocations) expedite() { rv.due.Store(0) }
 
 // refresh reads the revocations stored since the last refresh (the last
 // token lifetime on the first) when one is due, and drops entries that can
@@ -79,10 +96,24 @@ func (rv *revocations) refresh(ctx context.Context, st Store, now time.Time) err
 	if err != nil {
 		return err
 	}
+	tokSince := now.Add(-rv.ttl)
+	if w := rv.tokMark.Add(-revocationOverlap); w.After(tokSince) {
+		tokSince = w
+	}
+	toks, err := st.ListRevokedTokens(ctx, tokSince)
+	if err != nil {
+		return err
+	}
 	for _, r := range rows {
 		rv.note(r)
 		if r.At.After(rv.watermark) {
 			rv.watermark = r.At
+		}
+	}
+	for _, t := range toks {
+		rv.noteToken(t)
+		if t.RevokedAt.After(rv.tokMark) {
+			rv.tokMark = t.RevokedAt
 		}
 	}
 	rv.mu.Lock()
@@ -91,21 +122,28 @@ func (rv *revocations) refresh(ctx context.Context, st Store, now time.Time) err
 			delete(rv.latest, k)
 		}
 	}
-	rv.empty.Store(len(rv.latest) == 0)
+	for jti, exp := range rv.tokens {
+		if !exp.After(now) {
+			delete(rv.tokens, jti)
+		}
+	}
+	rv.empty.Store(len(rv.latest) == 0 && len(rv.tokens) == 0)
 	rv.mu.Unlock()
 	rv.due.Store(now.Add(revocationRefresh).UnixNano())
 	return nil
 }
 
-// revoked reports whether a token of subject issued at iat is revoked.
-func (rv *revocations) revoked(tenantID, subject string, iat time.Time) bool {
+// revoked reports whether a token of subject issued at iat, with id jti,
+// is revoked, by its subject or alone.
+func (rv *revocations) revoked(tenantID, subject, jti string, iat time.Time) bool {
 	if rv.empty.Load() {
 		return false
 	}
 	rv.mu.RLock()
 	at, ok := rv.latest[revocationKey(tenantID, subject)]
+	_, alone := rv.tokens[jti]
 	rv.mu.RUnlock()
-	return ok && !at.Before(iat)
+	return alone || (ok && !at.Before(iat))
 }
 
 // maxTokenTTL is the longest lifetime of a token this Service issues or
@@ -130,6 +168,7 @@ func (s *Service) RevokeSubject(ctx context.Context, tenantID, subject string) e
 		return err
 	}
 	s.revs.note(r)
+	s.announce(ctx)
 	return nil
 }
 
@@ -140,7 +179,7 @@ func (s *Service) checkRevoked(ctx context.Context, c *Claims) error {
 	if err := s.revs.refresh(ctx, s.st, s.cfg.Clock.Now()); err != nil {
 		return err
 	}
-	if c.IssuedAt != nil && s.revs.revoked(c.TenantID, c.Subject, c.IssuedAt.Time) {
+	if c.IssuedAt != nil && s.revs.revoked(c.TenantID, c.Subject, c.ID, c.IssuedAt.Time) {
 		return fault.E(fault.Unauthenticated, "token revoked")
 	}
 	return nil

@@ -46,6 +46,20 @@ type Config struct {
 	RefreshTokenTTL time.Duration
 	// Throttle limits failed logins; default 5 failures per 15 minutes.
 	Throttle *Throttle
+
+	// SharedReplay records every accepted DPoP proof in the Store as well
+	// as in this process's replay cache, so that a proof replayed to
+	// another process sharing the store is refused: set it when several
+	// processes share the store (PostgreSQL). Off, proofs are remembered
+	// in this process only, which suffices for a store one process owns.
+	SharedReplay bool
+	// ReplayCacheSize bounds this process's DPoP replay cache; default
+	// 100,000 proofs (see replayCache).
+	ReplayCacheSize int
+	// AnnounceRevocation, when set, is called after a revocation is
+	// stored, to make other processes sharing the store read it at once
+	// (they call RevocationsChanged); without it they read it within 5 s.
+	AnnounceRevocation func(ctx context.Context) error
 }
 
 // Service is the identity area.
@@ -59,9 +73,11 @@ type Service struct {
 	tenants *ttlcache.Cache[string, Tenant]
 	clients *ttlcache.Cache[string, OAuthClient]
 
-	// revs holds the revocations by subject that Authenticate checks; see
-	// revoke.go.
+	// revs holds the revocations by subject and by token that Authenticate
+	// checks; see revoke.go.
 	revs revocations
+	// replay remembers the DPoP proofs accepted; see dpop.go.
+	replay *replayCache
 }
 
 // lookupTTL bounds how long another process's change to a tenant or OAuth
@@ -88,6 +104,7 @@ func NewService(cfg Config) *Service {
 	s := &Service{cfg: cfg, st: cfg.Store,
 		tenants: ttlcache.New[string, Tenant](lookupTTL, 10_000),
 		clients: ttlcache.New[string, OAuthClient](lookupTTL, 10_000),
+		replay:  newReplayCache(cfg.ReplayCacheSize),
 	}
 	s.revs.ttl = s.maxTokenTTL()
 	s.revs.empty.Store(true)

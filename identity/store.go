@@ -56,6 +56,42 @@ type Store interface {
 	// ListRevocations returns the stored revocations whose At is after
 	// since, ordered by At (then tenant and subject).
 	ListRevocations(ctx context.Context, since time.Time) ([]Revocation, error)
+
+	// RevokeToken stores the revocation of one token by its jti (RFC 7009).
+	// Storing the same jti twice is not an error. Rows whose ExpiresAt is
+	// before t.RevokedAt may be deleted by the same call: the tokens they
+	// refuse have expired anyway.
+	RevokeToken(ctx context.Context, t RevokedToken) error
+	// ListRevokedTokens returns the revoked tokens whose RevokedAt is after
+	// since, ordered by RevokedAt (then jti).
+	ListRevokedTokens(ctx context.Context, since time.Time) ([]RevokedToken, error)
+
+	// UseDPoPProof records that the DPoP proof identified by p.Hash (of its
+	// key thumbprint and jti) was used, atomically across every process
+	// sharing the store. Conflict if the same hash was recorded before and
+	// its ExpiresAt is after now: the proof is a replay. A row whose
+	// ExpiresAt is at or before now is reused (its proof's iat is outside
+	// the accepted window, so such a replay is refused before the store).
+	UseDPoPProof(ctx context.Context, p DPoPProofUse, now time.Time) error
+	// PurgeDPoPProofs deletes the recorded proofs whose ExpiresAt is at or
+	// before now.
+	PurgeDPoPProofs(ctx context.Context, now time.Time) error
+}
+
+// RevokedToken refuses one token, named by its jti, until it expires.
+type RevokedToken struct {
+	JTI       string
+	TenantID  string
+	ExpiresAt time.Time // the token's exp: after it the row is useless
+	RevokedAt time.Time
+}
+
+// DPoPProofUse is one DPoP proof seen by a resource or token request. Hash
+// is the SHA-256 of the proof key's thumbprint and the proof's jti, so a
+// jti is unique per key (RFC 9449 §11.1) and the row is of fixed size.
+type DPoPProofUse struct {
+	Hash      []byte
+	ExpiresAt time.Time
 }
 
 // Revocation refuses the tokens of one subject (a user id or a client id)

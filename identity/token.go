@@ -48,6 +48,26 @@ type Claims struct {
 	ClientID   string    `json:"client_id,omitempty"`
 	Scope      string    `json:"scope,omitempty"`
 	Roles      []string  `json:"roles,omitempty"`
+	// Confirmation binds the token to a key its holder proves it has on
+	// every request (RFC 7800 cnf); nil for a bearer token.
+	Confirmation *Confirmation `json:"cnf,omitempty"`
+}
+
+// Confirmation is a token's cnf claim: the key a sender-constrained token
+// is bound to. At most one member is set.
+type Confirmation struct {
+	// JKT is the RFC 7638 thumbprint of the DPoP key (RFC 9449 §6.1).
+	JKT string `json:"jkt,omitempty"`
+	// X5TS256 is the base64url SHA-256 of the DER client certificate of a
+	// mutual-TLS login (RFC 8705 §3.1).
+	X5TS256 string `json:"x5t#S256,omitempty"`
+}
+
+// CertificateThumbprint is the x5t#S256 of a DER certificate: base64url
+// SHA-256, as RFC 8705 §3.1 binds tokens to client certificates.
+func CertificateThumbprint(der []byte) string {
+	sum := sha256.Sum256(der)
+	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 // Principal converts verified claims to the caller they describe.
@@ -192,7 +212,7 @@ func (ks *KeySet) Verify(token string, kind TokenKind) (*Claims, error) {
 		jwt.WithTimeFunc(func() time.Time { return now }),
 	)
 	_, err := parser.ParseWithClaims(token, c, func(t *jwt.Token) (any, error) {
-		if typ, _ := t.Header["typ"].(string); !strings.EqualFold(typ, string(kind)) {
+		if typ, _ := t.Header["typ"].(string); !strings.EqualFold(strings.TrimPrefix(strings.ToLower(typ), "application/"), string(kind)) {
 			return nil, errors.New("wrong kind of token")
 		}
 		kid, _ := t.Header["kid"].(string)
@@ -209,10 +229,10 @@ func (ks *KeySet) Verify(token string, kind TokenKind) (*Claims, error) {
 		if errors.Is(err, jwt.ErrTokenExpired) {
 			reason = "token expired"
 		}
-		return nil, fault.E(fault.Unauthenticated, reason, err)
+		return nil, fault.E(fault.Unauthenticated, reason, errors.Join(ErrInvalidToken, err))
 	}
 	if c.TenantID == "" || c.Subject == "" {
-		return nil, fault.E(fault.Unauthenticated, "invalid token", errors.New("missing tid or sub"))
+		return nil, fault.E(fault.Unauthenticated, "invalid token", errors.Join(ErrInvalidToken, errors.New("missing tid or sub")))
 	}
 	c.Kind = kind
 	ks.cache.put(token, string(kind), c, now)

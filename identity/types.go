@@ -192,7 +192,12 @@ type OAuthClient struct {
 	SecretHash []byte // SHA-256 of the secret
 	Scopes     []string
 	Role       string
-	CreatedAt  time.Time
+	// Resources are the RFC 8707 resource indicators (absolute URIs) this
+	// client may ask tokens for with the resource parameter; a token's aud
+	// names them instead of the platform, so an embedder's own API can
+	// refuse tokens minted for Latchkey's areas and the other way round.
+	Resources []string
+	CreatedAt time.Time
 }
 
 // APIKey authenticates calls to the authenticator and provisioning areas.

@@ -127,9 +127,18 @@ func TestClientRegistrationAndMutualTLSLogin(t *testing.T) {
 	if status != 200 || body["jwt"] == nil {
 		t.Fatalf("client login: %d %v", status, body)
 	}
-	// The client's JWT works on the platform (its profile grants application-owner).
-	if status, body := call(t, "POST", s.http+"/api/v1/vault/keys2", body["jwt"].(string), map[string]any{"name": "k", "algorithm": "EC", "curve": "P-256"}); status != 201 {
-		t.Errorf("vault as client: %d %v", status, body)
+	// The client's JWT works on the platform (its profile grants
+	// application-owner) over HTTPS with the client's certificate: it is
+	// certificate-bound (RFC 8705), so over plain HTTP it is refused.
+	clientJWT := body["jwt"].(string)
+	out := mustRun(t, work, "curl", "-sS", "--cacert", filepath.Join(data, "server.crt"), "--cert", "robot.crt", "--key", "robot.key",
+		"-o", "/dev/null", "-w", "%{http_code}", "-H", "Content-Type: application/json", "-H", "Authorization: Bearer "+clientJWT,
+		"-d", `{"name":"k","algorithm":"EC","curve":"P-256"}`, s.https+"/api/v1/vault/keys2")
+	if strings.TrimSpace(out) != "201" {
+		t.Errorf("vault as client over HTTPS with its certificate: %s", out)
+	}
+	if status, body := call(t, "POST", s.http+"/api/v1/vault/keys2", clientJWT, map[string]any{"name": "k2", "algorithm": "EC", "curve": "P-256"}); status != 401 {
+		t.Errorf("vault as client over plain HTTP: %d %v, want 401 (certificate-bound token)", status, body)
 	}
 	refusals := []struct {
 		name, id, cert, msg string

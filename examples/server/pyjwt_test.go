@@ -14,23 +14,31 @@ import (
 )
 
 // pyjwtCheck verifies tokens given as arguments with PyJWT against a JWKS
-// file, with no audience and only ES256 allowed, as a client that knows only
-// API.md would; it prints one line per token.
+// file, only ES256 allowed, as a client that knows only API.md would: a
+// platform JWT (no aud) without an audience, an access token (prefixed
+// "at:") as RFC 9068 asks, for the audience given (the metadata's
+// issuer) with aud required. It prints one line per token.
 const pyjwtCheck = `
 import sys, json, jwt
 keys = {k["kid"]: jwt.PyJWK(k).key for k in json.load(open(sys.argv[1]))["keys"]}
-for tok in sys.argv[2:]:
+aud = sys.argv[2]
+for tok in sys.argv[3:]:
     try:
+        at = tok.startswith("at:")
+        tok = tok[3:] if at else tok
         kid = jwt.get_unverified_header(tok)["kid"]
-        jwt.decode(tok, keys[kid], algorithms=["ES256"], options={"require": ["exp", "iat", "iss", "sub"]})
+        if at:
+            jwt.decode(tok, keys[kid], algorithms=["ES256"], audience=aud, options={"require": ["exp", "iat", "iss", "sub", "aud", "jti"]})
+        else:
+            jwt.decode(tok, keys[kid], algorithms=["ES256"], options={"require": ["exp", "iat", "iss", "sub"]})
         print("ok")
     except Exception as e:
         print("refused", type(e).__name__)
 `
 
 // TestTokensVerifyWithPyJWT checks platform JWTs and access tokens with an
-// independent JWT implementation (PyJWT), which refuses tokens carrying an
-// audience it was not told to expect.
+// independent JWT implementation (PyJWT): access tokens for the audience
+// the metadata's issuer names, as RFC 9068 §4 validates them.
 func TestTokensVerifyWithPyJWT(t *testing.T) {
 	py := ""
 	for _, cand := range []string{"/usr/bin/python3", "python3"} {
@@ -84,7 +92,14 @@ func TestTokensVerifyWithPyJWT(t *testing.T) {
 	os.WriteFile(path, jwks, 0o600)
 
 	tampered := access[:len(access)-4] + "AAAA"
-	out, err := exec.Command(py, "-c", pyjwtCheck, path, jwt, access, tampered).CombinedOutput()
+	var md struct{ Issuer string }
+	resp, err = http.Get(s.http + "/.well-known/oauth-authorization-server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&md)
+	resp.Body.Close()
+	out, err := exec.Command(py, "-c", pyjwtCheck, path, md.Issuer, jwt, "at:"+access, "at:"+tampered).CombinedOutput()
 	if err != nil {
 		t.Fatalf("python: %v\n%s", err, out)
 	}

@@ -579,7 +579,9 @@ func (s *Service) DeleteClient(ctx context.Context, p identity.Principal, id str
 // to the platform CA. The token's sub and client_id claims are the client
 // id, its tenant the client's, its roles the profile's role. Every attempt
 // about a known client is audited in its tenant with meta.client_id;
-// unknown ids in the root tenant. Refusals are fault.Unauthenticated.
+// unknown ids in the root tenant. Refusals are fault.Unauthenticated. The
+// JWT carries cnf x5t#S256, the thumbprint of the certificate presented:
+// every route refuses it unless the request presents that certificate too.
 func (s *Service) Login(ctx context.Context, clientID string, chain []*x509.Certificate) (identity.TokenResponse, error) {
 	meta := map[string]any{"client_id": clientID, "grantType": "client_credential"}
 	if clientID == "" {
@@ -611,7 +613,10 @@ func (s *Service) Login(ctx context.Context, clientID string, chain []*x509.Cert
 	if c.Role != "" {
 		roles = []string{c.Role}
 	}
-	tok, _, err := s.cfg.Keys.Sign(identity.Claims{TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Roles: roles,
+	// The JWT is bound to the certificate of this login (RFC 8705 §3):
+	// stolen, it is useless without the client's private key.
+	cnf := &identity.Confirmation{X5TS256: identity.CertificateThumbprint(chain[0].Raw)}
+	tok, _, err := s.cfg.Keys.Sign(identity.Claims{TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Roles: roles, Confirmation: cnf,
 		RegisteredClaims: jwt.RegisteredClaims{Subject: c.ID}}, s.cfg.TokenTTL)
 	if err != nil {
 		return identity.TokenResponse{}, err

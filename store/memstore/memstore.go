@@ -66,6 +66,7 @@ type Store struct {
 	authn      authnData                      // authenticators; see authenticator.go
 	guide      guideData                      // guide sessions and SSO settings; see guide.go
 	es         esData                         // area E; see eventstream.go
+	oauth      *oauthData                     // revoked tokens, DPoP proofs; see oauth.go
 
 	notReady error // what Ready returns; see SetNotReady
 }
@@ -148,6 +149,7 @@ func cloneUser(u identity.User) identity.User {
 func cloneOAuthClient(c identity.OAuthClient) identity.OAuthClient {
 	c.Scopes = slices.Clone(c.Scopes)
 	c.SecretHash = slices.Clone(c.SecretHash)
+	c.Resources = slices.Clone(c.Resources)
 	return c
 }
 

@@ -77,20 +77,26 @@ func (s *Store) GetUserByName(ctx context.Context, tenantID, name string) (ident
 
 // CreateOAuthClient implements identity.Store.
 func (s *Store) CreateOAuthClient(ctx context.Context, c identity.OAuthClient) error {
-	return s.exec(ctx, `INSERT INTO oauth_clients (id, tenant_id, name, secret_hash, scopes, role, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-		c.ID, c.TenantID, c.Name, c.SecretHash, jsonText(c.Scopes), c.Role, c.CreatedAt)
+	return s.exec(ctx, `INSERT INTO oauth_clients (id, tenant_id, name, secret_hash, scopes, role, resources, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		c.ID, c.TenantID, c.Name, c.SecretHash, jsonText(c.Scopes), c.Role, jsonText(nonNilStrings(c.Resources)), c.CreatedAt)
 }
 
 // GetOAuthClient implements identity.Store.
 func (s *Store) GetOAuthClient(ctx context.Context, id string) (identity.OAuthClient, error) {
 	var (
-		c      identity.OAuthClient
-		scopes []byte
+		c                 identity.OAuthClient
+		scopes, resources []byte
 	)
-	err := s.c.Read().QueryRow(ctx, `SELECT id, tenant_id, name, secret_hash, scopes, role, created_at FROM oauth_clients WHERE id = $1`, id).
-		Scan(&c.ID, &c.TenantID, &c.Name, &c.SecretHash, &scopes, &c.Role, &c.CreatedAt)
+	err := s.c.Read().QueryRow(ctx, `SELECT id, tenant_id, name, secret_hash, scopes, role, resources, created_at FROM oauth_clients WHERE id = $1`, id).
+		Scan(&c.ID, &c.TenantID, &c.Name, &c.SecretHash, &scopes, &c.Role, &resources, &c.CreatedAt)
 	if err != nil {
 		return identity.OAuthClient{}, s.notFound(err, "client")
+	}
+	if err := unmarshal(resources, &c.Resources); err != nil {
+		return identity.OAuthClient{}, err
+	}
+	if len(c.Resources) == 0 {
+		c.Resources = nil // a client without resources reads as it was written
 	}
 	return c, unmarshal(scopes, &c.Scopes)
 }

@@ -19,6 +19,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,11 +57,16 @@ type Config struct {
 	// latchkey.Config); zero means the defaults.
 	ExportLeaseFor, ExportPollEvery time.Duration
 	AllowPrivateEndpoints           bool
-	PublicURL                       string
-	AdminPassword                   string // "" means generate on first start
-	MasterKey                       string // base64; "" means the data directory's master.key
-	Logger                          *slog.Logger
-	Stdout                          io.Writer
+	// PublicURL is the issuer and the origin of every absolute URL the
+	// server writes; "" means http://<Addr> (see DefaultPublicURL).
+	PublicURL string
+	// TLSPublicURL is the HTTPS listener's external origin, named by the
+	// metadata's mtls_endpoint_aliases; "" means https://<TLSAddr>.
+	TLSPublicURL  string
+	AdminPassword string // "" means generate on first start
+	MasterKey     string // base64; "" means the data directory's master.key
+	Logger        *slog.Logger
+	Stdout        io.Writer
 	// Ready, when set, receives the bound addresses once the server serves.
 	Ready func(httpAddr, tlsAddr string)
 	// MetricsAddr, when set, serves GET /metrics (Prometheus text format)
@@ -106,7 +112,11 @@ func Run(ctx context.Context, cfg Config) error {
 	defer ln.Close()
 	public := cfg.PublicURL
 	if public == "" {
-		public = "http://" + ln.Addr().String()
+		var wildcard bool
+		public, wildcard = DefaultPublicURL("http", ln.Addr().String())
+		if wildcard {
+			log.Warn("the listen address has no host name: the issuer and the server's URLs use localhost; clients elsewhere need -public-url", "addr", cfg.Addr, "issuer", public)
+		}
 	}
 	archives := cfg.ArchiveDir
 	if archives == "" {
@@ -134,9 +144,22 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 
+	var tln net.Listener
+	if cfg.TLSAddr != "" {
+		if tln, err = net.Listen("tcp", cfg.TLSAddr); err != nil {
+			return err
+		}
+		defer tln.Close()
+	}
 	opts := httpapi.Defaults()
 	opts.PublicURL = public
 	opts.Logger = log
+	if tln != nil {
+		opts.MTLSURL = cfg.TLSPublicURL
+		if opts.MTLSURL == "" {
+			opts.MTLSURL, _ = DefaultPublicURL("https", tln.Addr().String())
+		}
+	}
 	h := httpapi.New(p, opts)
 
 	srv := httpapi.NewHTTPServer(cfg.Addr, h, log)
@@ -145,25 +168,17 @@ func Run(ctx context.Context, cfg Config) error {
 
 	var tlsSrv *http.Server
 	tlsAddr := ""
-	if cfg.TLSAddr != "" {
+	if tln != nil {
 		cert, err := serverCertificate(cfg.DataDir)
-		if err != nil {
-			return err
-		}
-		tln, err := net.Listen("tcp", cfg.TLSAddr)
 		if err != nil {
 			return err
 		}
 		tlsAddr = tln.Addr().String()
 		tlsSrv = httpapi.NewHTTPServer(cfg.TLSAddr, h, log)
-		tlsSrv.TLSConfig = &tls.Config{
-			Certificates: []tls.Certificate{cert},
-			MinVersion:   tls.VersionTLS12,
-			// Client certificates are optional at the TLS layer and checked by
-			// the login handler against the registration.
-			ClientAuth: tls.RequestClientCert,
-		}
-		go func() { errc <- tlsSrv.Serve(tls.NewListener(tln, tlsSrv.TLSConfig)) }()
+		tlsSrv.TLSConfig = TLSConfig(cert)
+		// ServeTLS adds h2 to the offered protocols (ALPN), so clients
+		// speak HTTP/2 here.
+		go func() { errc <- tlsSrv.ServeTLS(tln, "", "") }()
 	}
 	var metricsSrv *http.Server
 	if cfg.MetricsAddr != "" {
@@ -210,6 +225,43 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	cancelRun()
 	return errors.Join(errs...)
+}
+
+// DefaultPublicURL is the origin of a listener bound to addr (host:port)
+// for clients to use: scheme://addr, with a wildcard or empty host (":8080",
+// "0.0.0.0:8080", "[::]:8080") replaced by localhost, since no client can
+// reach "[::]" or match it as an issuer. wildcard reports that replacement.
+func DefaultPublicURL(scheme, addr string) (u string, wildcard bool) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return scheme + "://" + addr, false
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		host, wildcard = "localhost", true
+	}
+	return scheme + "://" + net.JoinHostPort(host, port), wildcard
+}
+
+// TLSConfig is the HTTPS listener's TLS configuration: Mozilla's
+// "intermediate" profile (TLS 1.3, and TLS 1.2 with ECDHE and AEAD suites
+// only: no CBC, no RSA key exchange), HTTP/2 and HTTP/1.1 through ALPN, and
+// client certificates requested but optional: the registered-client login
+// and certificate-bound tokens check them against the registration.
+func TLSConfig(cert tls.Certificate) *tls.Config {
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		MinVersion:   tls.VersionTLS12,
+		CipherSuites: []uint16{ // TLS 1.2 only; TLS 1.3 suites are all AEAD and not configurable
+			tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256,
+			tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,
+			tls.TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384,
+			tls.TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384,
+			tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256,
+			tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256,
+		},
+		NextProtos: []string{"h2", "http/1.1"},
+		ClientAuth: tls.RequestClientCert,
+	}
 }
 
 // Store is what Run keeps its data in: a platform store it closes at exit.

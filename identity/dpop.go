@@ -1,0 +1,347 @@
+package identity
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/latchkey/latchkey/fault"
+)
+
+// DPoP (RFC 9449): a client proves on each request that it holds the
+// private key an access token is bound to. The proof is a JWT the client
+// signs; it is parsed with go-jose (header, embedded JWK, thumbprint) and
+// its signature checked with golang-jwt's signing methods, so no JWS is
+// handled by hand here.
+
+// DPoPAlgorithms are the proof algorithms accepted, as the metadata's
+// dpop_signing_alg_values_supported lists them: ES256, and Ed25519 under
+// both its names, EdDSA (RFC 8037) and Ed25519 (RFC 9864), since current
+// client libraries write either.
+var DPoPAlgorithms = []string{"ES256", "EdDSA", "Ed25519"}
+
+// DPoPProofWindow is how far a proof's iat may be from the server's clock,
+// either way. A proof is accepted once within the window; the replay
+// guard remembers it until the window has passed, so older proofs are
+// refused by their iat and the guard stays bounded.
+const DPoPProofWindow = 60 * time.Second
+
+// ErrInvalidDPoPProof is wrapped by every refusal of a DPoP proof (RFC
+// 9449 §7.1 error code), so the HTTP layer answers with a DPoP challenge.
+var ErrInvalidDPoPProof = errors.New("invalid_dpop_proof")
+
+// DPoPRequest is what a proof must match: the request's method, the URLs
+// it may have been made for (the first that matches wins; each is compared
+// without query and fragment, after RFC 3986 normalisation) and, at a
+// protected resource, the access token it accompanies (its hash is the
+// proof's ath).
+type DPoPRequest struct {
+	Proof       string
+	Method      string
+	URLs        []string
+	AccessToken string
+}
+
+// dpopClaims are a proof's claims (RFC 9449 §4.2).
+type dpopClaims struct {
+	JTI string          `json:"jti"`
+	HTM string          `json:"htm"`
+	HTU string          `json:"htu"`
+	IAT json.RawMessage `json:"iat"`
+	ATH string          `json:"ath"`
+}
+
+func dpopError(msg string, cause ...error) error {
+	return fault.E(fault.Unauthenticated, "invalid DPoP proof: "+msg, errors.Join(append([]error{ErrInvalidDPoPProof}, cause...)...))
+}
+
+// JWKThumbprint returns the RFC 7638 SHA-256 thumbprint of a public JWK
+// (the JSON object), base64url without padding: the jkt that binds a
+// token to a DPoP key.
+func JWKThumbprint(jwk []byte) (string, error) {
+	var k jose.JSONWebKey
+	if err := k.UnmarshalJSON(jwk); err != nil {
+		return "", err
+	}
+	if k.Key == nil {
+		return "", errors.New("unsupported key type")
+	}
+	return thumbprint(&k)
+}
+
+func thumbprint(k *jose.JSONWebKey) (string, error) {
+	sum, err := k.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(sum), nil
+}
+
+// AccessTokenHash is a DPoP proof's ath for an access token: the base64url
+// SHA-256 of its ASCII text (RFC 9449 §4.2).
+func AccessTokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// verifyDPoP checks a proof against req at now (RFC 9449 §4.3) and
+// returns its key's thumbprint. The replay check comes last, so that only
+// proofs that are otherwise valid occupy the replay guard.
+func (s *Service) verifyDPoP(ctx context.Context, req DPoPRequest, now time.Time) (string, error) {
+	if req.Proof == "" {
+		return "", dpopError("a DPoP proof header is required")
+	}
+	algs := make([]jose.SignatureAlgorithm, len(DPoPAlgorithms))
+	for i, a := range DPoPAlgorithms {
+		algs[i] = jose.SignatureAlgorithm(a)
+	}
+	jws, err := jose.ParseSignedCompact(req.Proof, algs)
+	if err != nil {
+		return "", dpopError("not a JWS signed with "+strings.Join(DPoPAlgorithms, ", "), err)
+	}
+	if len(jws.Signatures) != 1 {
+		return "", dpopError("exactly one signature is required")
+	}
+	h := jws.Signatures[0].Protected
+	if typ, _ := h.ExtraHeaders["typ"].(string); typ != "dpop+jwt" {
+		return "", dpopError("typ must be dpop+jwt")
+	}
+	jwk := h.JSONWebKey
+	if jwk == nil || jwk.Key == nil {
+		return "", dpopError("the jwk header must hold the public key")
+	}
+	if !jwk.IsPublic() { // go-jose already refuses an embedded private key; kept in case it stops
+		return "", dpopError("the jwk header must not hold a private key")
+	}
+	if err := verifyProofSignature(jws, req.Proof, h.Algorithm, jwk.Key); err != nil {
+		return "", dpopError("bad signature", err)
+	}
+	var c dpopClaims
+	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &c); err != nil { // verified just above
+		return "", dpopError("malformed claims", err)
+	}
+	if c.JTI == "" || len(c.JTI) > 256 {
+		return "", dpopError("jti is required (at most 256 characters)")
+	}
+	if c.HTM != req.Method {
+		return "", dpopError(fmt.Sprintf("htm %q does not match the request method", c.HTM))
+	}
+	if !htuMatches(c.HTU, req.URLs) {
+		return "", dpopError(fmt.Sprintf("htu %q does not match the request URL", c.HTU))
+	}
+	var iat int64
+	if err := json.Unmarshal(c.IAT, &iat); err != nil {
+		return "", dpopError("iat must be an integer NumericDate")
+	}
+	at := time.Unix(iat, 0)
+	if at.Before(now.Add(-DPoPProofWindow)) || at.After(now.Add(DPoPProofWindow)) {
+		return "", dpopError(fmt.Sprintf("iat is more than %d seconds from the server's time", int(DPoPProofWindow/time.Second)))
+	}
+	if req.AccessToken != "" {
+		if subtle.ConstantTimeCompare([]byte(c.ATH), []byte(AccessTokenHash(req.AccessToken))) != 1 {
+			return "", dpopError("ath does not match the access token")
+		}
+	} else if c.ATH != "" {
+		return "", dpopError("ath is only allowed with an access token")
+	}
+	jkt, err := thumbprint(jwk)
+	if err != nil {
+		return "", dpopError("jwk thumbprint", err)
+	}
+	if err := s.useProof(ctx, jkt, c.JTI, at, now); err != nil {
+		return "", err
+	}
+	return jkt, nil
+}
+
+// verifyProofSignature checks the proof's signature with the key of its
+// jwk header. go-jose verifies ES256 and EdDSA; Ed25519, the RFC 9864 name
+// of the same signature, is verified with golang-jwt's Ed25519 method over
+// the same signing input, since go-jose knows only the older name.
+func verifyProofSignature(jws *jose.JSONWebSignature, compact, alg string, key any) error {
+	switch alg {
+	case "ES256":
+		pub, ok := key.(*ecdsa.PublicKey)
+		if !ok || pub.Curve != elliptic.P256() {
+			return errors.New("ES256 needs a P-256 key")
+		}
+		_, err := jws.Verify(pub)
+		return err
+	case "EdDSA", "Ed25519":
+		pub, ok := key.(ed25519.PublicKey)
+		if !ok {
+			return errors.New(alg + " needs an Ed25519 key")
+		}
+		if alg == "EdDSA" {
+			_, err := jws.Verify(pub)
+			return err
+		}
+		i := strings.LastIndexByte(compact, '.')
+		return jwt.SigningMethodEdDSA.Verify(compact[:i], jws.Signatures[0].Signature, pub)
+	}
+	return errors.New("algorithm " + alg + " is not accepted")
+}
+
+// htuMatches reports whether htu names one of urls, comparing scheme and
+// host case-insensitively, without default ports, query or fragment (RFC
+// 9449 §4.3 step 9, RFC 3986 §6.2.2-§6.2.3).
+func htuMatches(htu string, urls []string) bool {
+	got, ok := normalURL(htu)
+	if !ok {
+		return false
+	}
+	for _, u := range urls {
+		if want, ok := normalURL(u); ok && want == got {
+			return true
+		}
+	}
+	return false
+}
+
+func normalURL(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return "", false
+	}
+	scheme := strings.ToLower(u.Scheme)
+	host := strings.ToLower(u.Hostname())
+	port := u.Port()
+	if (scheme == "https" && port == "443") || (scheme == "http" && port == "80") {
+		port = ""
+	}
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if port != "" {
+		host += ":" + port
+	}
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	return scheme + "://" + host + path, true
+}
+
+// useProof refuses a proof seen before: first in this process's replay
+// cache, then, when the store is shared by several processes, in the
+// store, so a proof replayed to another process is refused too.
+func (s *Service) useProof(ctx context.Context, jkt, jti string, iat, now time.Time) error {
+	key := sha256.Sum256([]byte(jkt + "\x00" + jti))
+	if err := s.replay.use(key, iat, now); err != nil {
+		return err
+	}
+	if s.cfg.SharedReplay {
+		err := s.st.UseDPoPProof(ctx, DPoPProofUse{Hash: key[:], ExpiresAt: iat.Add(DPoPProofWindow)}, now)
+		if fault.Is(fault.Conflict, err) {
+			return dpopError("the proof's jti was used before")
+		} else if err != nil {
+			return err
+		}
+		s.replay.purge(ctx, s.st, now)
+	}
+	return nil
+}
+
+// replayCache remembers the DPoP proofs this process accepted, by the hash
+// of key thumbprint and jti, until their iat leaves the accepted window. It
+// holds at most max entries: when full with proofs still inside the
+// window, it forgets the oldest second's proofs and from then on refuses
+// every proof whose iat is not after that second (floor), so a forgotten
+// proof can never be accepted again; under such load the window narrows
+// rather than the memory grows.
+type replayCache struct {
+	mu      sync.Mutex
+	max     int
+	seen    map[[sha256.Size]byte]struct{}
+	buckets map[int64][][sha256.Size]byte // iat second -> keys
+	floor   int64                         // refuse iat <= floor (unix seconds)
+
+	purgeMu   sync.Mutex
+	nextPurge time.Time // of the shared store's expired rows
+}
+
+// defaultReplayCacheSize bounds the replay cache: about 100 bytes each, so
+// some 10 MiB; at 1,000 DPoP requests a second it holds two minutes.
+const defaultReplayCacheSize = 100_000
+
+func newReplayCache(max int) *replayCache {
+	if max <= 0 {
+		max = defaultReplayCacheSize
+	}
+	return &replayCache{max: max, seen: map[[sha256.Size]byte]struct{}{}, buckets: map[int64][][sha256.Size]byte{}, floor: -1 << 62}
+}
+
+func (rc *replayCache) use(key [sha256.Size]byte, iat, now time.Time) error {
+	sec := iat.Unix()
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if sec <= rc.floor {
+		return dpopError("the proof is older than the proofs this server still remembers; make a new one")
+	}
+	if _, ok := rc.seen[key]; ok {
+		return dpopError("the proof's jti was used before")
+	}
+	if len(rc.seen) >= rc.max {
+		rc.expire(now)
+	}
+	for len(rc.seen) >= rc.max {
+		oldest := int64(1<<63 - 1)
+		for b := range rc.buckets {
+			oldest = min(oldest, b)
+		}
+		rc.drop(oldest)
+		rc.floor = max(rc.floor, oldest)
+		if sec <= rc.floor {
+			return dpopError("the proof is older than the proofs this server still remembers; make a new one")
+		}
+	}
+	rc.seen[key] = struct{}{}
+	rc.buckets[sec] = append(rc.buckets[sec], key)
+	return nil
+}
+
+// expire forgets the proofs whose iat has left the window; rc.mu held.
+func (rc *replayCache) expire(now time.Time) {
+	limit := now.Add(-DPoPProofWindow).Unix()
+	for b := range rc.buckets {
+		if b < limit {
+			rc.drop(b)
+		}
+	}
+}
+
+func (rc *replayCache) drop(b int64) {
+	for _, k := range rc.buckets[b] {
+		delete(rc.seen, k)
+	}
+	delete(rc.buckets, b)
+}
+
+// purge deletes the shared store's expired proofs at most once a minute,
+// so the table holds about a window's worth of rows.
+func (rc *replayCache) purge(ctx context.Context, st Store, now time.Time) {
+	rc.purgeMu.Lock()
+	due := !now.Before(rc.nextPurge)
+	if due {
+		rc.nextPurge = now.Add(time.Minute)
+	}
+	rc.purgeMu.Unlock()
+	if due {
+		st.PurgeDPoPProofs(ctx, now) // best effort: a failure leaves rows for the next purge
+	}
+}

@@ -1,0 +1,326 @@
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/fault"
+)
+
+// More OAuth error codes: RFC 8707's invalid_target, RFC 6749's
+// unauthorized_client, and RFC 6750's invalid_token, which the HTTP layer
+// turns into a WWW-Authenticate challenge.
+var (
+	ErrInvalidTarget      = errors.New("invalid_target")
+	ErrUnauthorizedClient = errors.New("unauthorized_client")
+	ErrInvalidToken       = errors.New("invalid_token")
+)
+
+// Audit actions of the OAuth endpoints.
+const (
+	ActionOAuthToken      = "oauth.token"
+	ActionOAuthIntrospect = "oauth.introspect"
+	ActionOAuthRevoke     = "oauth.revoke"
+)
+
+// Token types of a token response (RFC 6749 §7.1, RFC 9449 §5).
+const (
+	TokenTypeBearer = "Bearer"
+	TokenTypeDPoP   = "DPoP"
+)
+
+var errClientAuth = fault.E(fault.Unauthenticated, "client authentication failed", ErrInvalidClient)
+
+// authenticateClient checks an OAuth client's id and secret (the secret's
+// SHA-256 in constant time). A failure of a known client is audited in its
+// tenant under action; every failure is fault.Unauthenticated wrapping
+// ErrInvalidClient.
+func (s *Service) authenticateClient(ctx context.Context, clientID, secret, action string) (OAuthClient, error) {
+	if clientID == "" || secret == "" {
+		return OAuthClient{}, errClientAuth
+	}
+	c, err := s.oauthClient(ctx, clientID)
+	if err != nil && !fault.Is(fault.NotFound, err) {
+		return OAuthClient{}, err
+	}
+	sum := sha256.Sum256([]byte(secret))
+	if err != nil || subtle.ConstantTimeCompare(sum[:], c.SecretHash) != 1 {
+		if err == nil { // the client exists: its tenant sees the failure
+			ctx = audit.WithActor(ctx, c.ID, c.ID)
+			s.record(ctx, c.TenantID, action, fault.E(fault.Unauthenticated, "client authentication failed"), map[string]any{"client_id": c.ID})
+		}
+		return OAuthClient{}, errClientAuth
+	}
+	return c, nil
+}
+
+// TokenRequest is a client_credentials token request (RFC 6749 §4.4).
+type TokenRequest struct {
+	ClientID, ClientSecret string
+	// Scope is space-separated; empty means every scope of the client.
+	Scope string
+	// Resources are RFC 8707 resource indicators: the token's audience.
+	// Each must be the issuer or one of the client's registered
+	// Resources. Empty means the issuer: Latchkey's own areas.
+	Resources []string
+	// DPoP is the request's DPoP proof (RFC 9449 §5); with one, the token
+	// is bound to its key and of type DPoP. Nil: a bearer token.
+	DPoP *DPoPRequest
+}
+
+// TokenGrant is the successful answer of the token endpoint (RFC 6749 §5.1).
+type TokenGrant struct {
+	AccessToken string `json:"access_token"`
+	TokenType   string `json:"token_type"`
+	ExpiresIn   int64  `json:"expires_in"`
+	Scope       string `json:"scope"`
+}
+
+// ClientCredentials runs the OAuth 2.0 client_credentials grant for a
+// bearer token addressed to the platform's own areas; see Grant for the
+// whole request (resources, DPoP). Errors wrap the RFC 6749 error codes.
+func (s *Service) ClientCredentials(ctx context.Context, clientID, secret, scope string) (token string, expiresIn int64, granted string, err error) {
+	g, err := s.Grant(ctx, TokenRequest{ClientID: clientID, ClientSecret: secret, Scope: scope})
+	return g.AccessToken, g.ExpiresIn, g.Scope, err
+}
+
+// Grant runs the client_credentials grant: it authenticates the client,
+// checks the requested scopes and resources and, with a DPoP proof, the
+// proof, then issues an RFC 9068 access token (typ at+jwt) for AccessTokenTTL
+// whose aud is the issuer or the requested resources and whose cnf names
+// the DPoP key. Errors wrap the RFC 6749 (and RFC 8707, RFC 9449) error
+// codes; each issuance and each refusal of a known client is audited.
+func (s *Service) Grant(ctx context.Context, req TokenRequest) (TokenGrant, error) {
+	c, err := s.authenticateClient(ctx, req.ClientID, req.ClientSecret, ActionOAuthToken)
+	if err != nil {
+		return TokenGrant{}, err
+	}
+	ctx = audit.WithActor(ctx, c.ID, c.ID)
+	fail := func(err error) (TokenGrant, error) {
+		return TokenGrant{}, s.record(ctx, c.TenantID, ActionOAuthToken, err, map[string]any{"client_id": c.ID})
+	}
+	scopes := c.Scopes
+	if req.Scope != "" {
+		scopes = strings.Fields(req.Scope)
+		for _, sc := range scopes {
+			if !slices.Contains(c.Scopes, sc) {
+				return fail(fault.E(fault.Invalid, fault.Field("scope"), fmt.Sprintf("scope %q is not allowed for this client", sc), ErrInvalidScope))
+			}
+		}
+	}
+	aud, err := s.audience(c, req.Resources)
+	if err != nil {
+		return fail(err)
+	}
+	var cnf *Confirmation
+	tokenType := TokenTypeBearer
+	if req.DPoP != nil {
+		d := *req.DPoP
+		d.AccessToken = ""
+		jkt, err := s.verifyDPoP(ctx, d, s.cfg.Clock.Now())
+		if err != nil {
+			if !errors.Is(err, ErrInvalidDPoPProof) {
+				return TokenGrant{}, err
+			}
+			// At the token endpoint a bad proof is a 400 (RFC 9449 §5).
+			return fail(fault.E(fault.Invalid, fault.MessageOf(err), err))
+		}
+		cnf, tokenType = &Confirmation{JKT: jkt}, TokenTypeDPoP
+	}
+	t, err := s.tenant(ctx, c.TenantID)
+	if err != nil {
+		return TokenGrant{}, err
+	}
+	var roles []string
+	if c.Role != "" {
+		roles = []string{c.Role}
+	}
+	granted := strings.Join(scopes, " ")
+	rc := registered(c.ID)
+	rc.Audience = aud
+	token, _, err := s.cfg.Keys.Sign(Claims{Kind: AccessToken, TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Scope: granted, Roles: roles,
+		Confirmation: cnf, RegisteredClaims: rc}, s.cfg.AccessTokenTTL)
+	if err != nil {
+		return TokenGrant{}, err
+	}
+	meta := map[string]any{"client_id": c.ID, "scope": granted}
+	if cnf != nil {
+		meta["token_type"] = tokenType
+	}
+	if len(req.Resources) > 0 {
+		meta["resource"] = []string(aud)
+	}
+	g := TokenGrant{AccessToken: token, TokenType: tokenType, ExpiresIn: int64(s.cfg.AccessTokenTTL / time.Second), Scope: granted}
+	return g, s.record(ctx, t.ID, ActionOAuthToken, nil, meta)
+}
+
+// audience is the aud of a token for client c asking for resources: the
+// issuer when it asks for none; else each resource, which must be the
+// issuer or registered for the client (RFC 8707 §2: invalid_target).
+func (s *Service) audience(c OAuthClient, resources []string) (jwt.ClaimStrings, error) {
+	iss := s.cfg.Keys.Issuer()
+	if len(resources) == 0 {
+		return jwt.ClaimStrings{iss}, nil
+	}
+	var aud jwt.ClaimStrings
+	for _, r := range resources {
+		if !slices.Contains(c.Resources, r) && r != iss {
+			return nil, fault.E(fault.Invalid, fault.Field("resource"), fmt.Sprintf("resource %q is not registered for this client", r), ErrInvalidTarget)
+		}
+		if !slices.Contains(aud, r) {
+			aud = append(aud, r)
+		}
+	}
+	return aud, nil
+}
+
+// CheckResource validates an RFC 8707 resource indicator for a client's
+// registration: an absolute URI without a fragment.
+func CheckResource(r string) error {
+	u, err := url.Parse(r)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Fragment != "" || strings.Contains(r, "#") {
+		return fault.E(fault.Invalid, fault.Field("resources"), fmt.Sprintf("resource %q must be an absolute URI without a fragment", r))
+	}
+	return nil
+}
+
+// Introspection is an RFC 7662 introspection answer. An inactive token
+// is {"active": false} and nothing else, whatever the reason.
+type Introspection struct {
+	Active       bool          `json:"active"`
+	Scope        string        `json:"scope,omitempty"`
+	ClientID     string        `json:"client_id,omitempty"`
+	TokenType    string        `json:"token_type,omitempty"`
+	Exp          int64         `json:"exp,omitempty"`
+	Iat          int64         `json:"iat,omitempty"`
+	Nbf          int64         `json:"nbf,omitempty"`
+	Subject      string        `json:"sub,omitempty"`
+	Audience     []string      `json:"aud,omitempty"`
+	Issuer       string        `json:"iss,omitempty"`
+	JTI          string        `json:"jti,omitempty"`
+	TenantID     string        `json:"tid,omitempty"`
+	Confirmation *Confirmation `json:"cnf,omitempty"`
+}
+
+// parseAny verifies token as an access token, else as a platform JWT.
+func (s *Service) parseAny(token string) (*Claims, bool) {
+	for _, kind := range []TokenKind{AccessToken, PlatformToken} {
+		if c, err := s.cfg.Keys.Verify(token, kind); err == nil {
+			return c, true
+		}
+	}
+	return nil, false
+}
+
+// Introspect answers an RFC 7662 introspection request of an OAuth
+// client authenticated by id and secret: whether token is an active token
+// of the client's tenant (signature, issuer, time, revocation, read from
+// the store now), and if so its claims. A token of another tenant is
+// inactive, as are unknown, expired and revoked ones. Audited as
+// oauth.introspect.
+func (s *Service) Introspect(ctx context.Context, clientID, secret, token string) (Introspection, error) {
+	c, err := s.authenticateClient(ctx, clientID, secret, ActionOAuthIntrospect)
+	if err != nil {
+		return Introspection{}, err
+	}
+	ctx = audit.WithActor(ctx, c.ID, c.ID)
+	if token == "" {
+		err := fault.E(fault.Invalid, fault.Field("token"), "token is required", ErrInvalidRequest)
+		return Introspection{}, s.record(ctx, c.TenantID, ActionOAuthIntrospect, err, map[string]any{"client_id": c.ID})
+	}
+	out := Introspection{}
+	if tc, ok := s.parseAny(token); ok && tc.TenantID == c.TenantID {
+		s.revs.expedite() // introspection reads the store's revocations now
+		if err := s.checkRevoked(ctx, tc); err == nil {
+			out = introspection(tc)
+		} else if !fault.Is(fault.Unauthenticated, err) {
+			return Introspection{}, err
+		}
+	}
+	meta := map[string]any{"client_id": c.ID, "active": out.Active}
+	if out.Active {
+		meta["jti"] = out.JTI
+	}
+	return out, s.record(ctx, c.TenantID, ActionOAuthIntrospect, nil, meta)
+}
+
+func introspection(c *Claims) Introspection {
+	out := Introspection{Active: true, Scope: c.Scope, ClientID: c.ClientID, Subject: c.Subject, Audience: c.Audience,
+		Issuer: c.Issuer, JTI: c.ID, TenantID: c.TenantID, TokenType: TokenTypeBearer, Confirmation: c.Confirmation}
+	if c.Confirmation != nil && c.Confirmation.JKT != "" {
+		out.TokenType = TokenTypeDPoP
+	}
+	if c.ExpiresAt != nil {
+		out.Exp = c.ExpiresAt.Unix()
+	}
+	if c.IssuedAt != nil {
+		out.Iat = c.IssuedAt.Unix()
+	}
+	if c.NotBefore != nil {
+		out.Nbf = c.NotBefore.Unix()
+	}
+	return out
+}
+
+// Revoke answers an RFC 7009 revocation request of an OAuth client
+// authenticated by id and secret: token (an access token or platform JWT
+// of the client's tenant) is refused from now on by every route, at once
+// in this process and, in others sharing the store, as soon as they read
+// the revocation (at once with a Notifier store, else within 5 seconds).
+// A token that is not valid (unknown, malformed, expired) is no error: it
+// cannot be used anyway (RFC 7009 §2.2). A valid token of another tenant
+// is refused with ErrUnauthorizedClient (RFC 7009 §2.1) and stays valid.
+// The hint (access_token, refresh_token) is not needed to find the token
+// and is ignored. Audited as oauth.revoke.
+func (s *Service) Revoke(ctx context.Context, clientID, secret, token, hint string) error {
+	c, err := s.authenticateClient(ctx, clientID, secret, ActionOAuthRevoke)
+	if err != nil {
+		return err
+	}
+	ctx = audit.WithActor(ctx, c.ID, c.ID)
+	meta := map[string]any{"client_id": c.ID}
+	if token == "" {
+		return s.record(ctx, c.TenantID, ActionOAuthRevoke, fault.E(fault.Invalid, fault.Field("token"), "token is required", ErrInvalidRequest), meta)
+	}
+	tc, ok := s.parseAny(token)
+	if !ok {
+		meta["valid"] = false
+		return s.record(ctx, c.TenantID, ActionOAuthRevoke, nil, meta)
+	}
+	if tc.TenantID != c.TenantID {
+		return s.record(ctx, c.TenantID, ActionOAuthRevoke, fault.E(fault.Invalid, "the token was not issued in this client's tenant", ErrUnauthorizedClient), meta)
+	}
+	r := RevokedToken{JTI: tc.ID, TenantID: tc.TenantID, ExpiresAt: tc.ExpiresAt.Time.UTC(), RevokedAt: s.now()}
+	if err := s.st.RevokeToken(ctx, r); err != nil {
+		return s.record(ctx, c.TenantID, ActionOAuthRevoke, err, meta)
+	}
+	s.revs.noteToken(r)
+	s.announce(ctx)
+	meta["jti"], meta["sub"] = tc.ID, tc.Subject
+	return s.record(ctx, c.TenantID, ActionOAuthRevoke, nil, meta)
+}
+
+// announce tells other processes sharing the store that a revocation was
+// stored (Config.AnnounceRevocation), so they re-read revocations at once
+// instead of within revocationRefresh. Best effort: they poll anyway.
+func (s *Service) announce(ctx context.Context) {
+	if s.cfg.AnnounceRevocation != nil {
+		if err := s.cfg.AnnounceRevocation(ctx); err != nil {
+			s.cfg.Logger.Warn("identity: announcing a revocation failed; other processes see it within 5 seconds", "err", err)
+		}
+	}
+}
+
+// RevocationsChanged makes the next token check read the store's
+// revocations: another process announced one.
+func (s *Service) RevocationsChanged() { s.revs.expedite() }

@@ -73,9 +73,12 @@ type Config struct {
 	// policy checks against (see LoadMetadata); nil refuses imports of
 	// tenants whose policy is trusted.
 	Metadata metadata.Provider
-	// ChallengeTTL is how long a WebAuthn challenge may be answered;
-	// default DefaultChallengeTTL.
+	// ChallengeTTL is how long a WebAuthn challenge (and a passkey flow)
+	// may be answered; default DefaultChallengeTTL.
 	ChallengeTTL time.Duration
+	// Logins, when set, lets users sign in with their passkeys
+	// (PasskeyLogin); without it passkey sign-in is fault.Unavailable.
+	Logins Logins
 }
 
 // Service manages the FIDO authenticators of each tenant's users.
@@ -92,6 +95,9 @@ type Service struct {
 	// the creation's transaction (an AuditedBatchStore and an
 	// audit.Builder sink).
 	builder audit.Builder
+	// decoyKey derives the credential ids shown for unknown names in
+	// passkey sign-in options (see BeginPasskeyLogin).
+	decoyKey [32]byte
 }
 
 // NewService returns a Service.
@@ -102,7 +108,7 @@ func NewService(cfg Config) *Service {
 	if cfg.ChallengeTTL <= 0 {
 		cfg.ChallengeTTL = DefaultChallengeTTL
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger}
+	s := &Service{cfg: cfg, log: cfg.Logger, decoyKey: newDecoyKey()}
 	if bs, ok := cfg.Store.(BatchStore); ok {
 		s.batch = &batcher{st: bs}
 		if abs, ok := cfg.Store.(AuditedBatchStore); ok {

@@ -63,7 +63,7 @@ func contractPasskeys(t *testing.T, c *contract, f fixture) {
 		if a := decode[map[string]any](t, got); a["id"] != d.ID() || a["state"] != "active" || a["metadata"].(map[string]any)["provenance"] != "self" {
 			t.Errorf("registered %s", got)
 		}
-		c.do(t, call{method: "POST", path: me, token: dave, body: body, want: 400})          // the flow is spent
+		c.do(t, call{method: "POST", path: me, token: dave, body: body, want: 400})           // the flow is spent
 		c.do(t, call{method: "POST", path: me, token: dave, body: register(t, d), want: 409}) // already registered
 		c.do(t, call{method: "POST", path: me, token: dave, body: []byte(`{"flowId":`), req: reqInvalid, want: 400})
 		c.do(t, call{method: "POST", path: me, token: robot, body: register(t, authenticatortest.New(contractRPID, contractOrigin)), want: 403})

@@ -289,7 +289,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	})
 	p.Guide = guide.NewService(guide.Config{
 		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer,
+		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer, Passkeys: p.Authenticators,
 		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
 	})
 	p.EventStream = eventstream.NewService(eventstream.Config{

@@ -53,6 +53,7 @@ type Logins interface {
 	ResolveTenant(ctx context.Context, authDomain string) (identity.Tenant, error)
 	LoginAllowed(ctx context.Context, t identity.Tenant, name string, meta map[string]any) error
 	LoginFailed(ctx context.Context, t identity.Tenant, name string, err error, meta map[string]any) error
+	LoginVerified(t identity.Tenant, name string)
 	LoginSucceeded(ctx context.Context, t identity.Tenant, u identity.User, meta map[string]any) (identity.TokenResponse, error)
 }
 
@@ -342,22 +343,44 @@ type PasskeyLoginRequest struct {
 // outcome is audited as a password login is (action auth.login, method
 // passkey).
 func (s *Service) PasskeyLogin(ctx context.Context, req PasskeyLoginRequest) (identity.TokenResponse, error) {
+	t, u, meta, err := s.checkPasskey(ctx, req)
+	if err != nil {
+		return identity.TokenResponse{}, err
+	}
+	return s.cfg.Logins.LoginSucceeded(ctx, t, u, meta)
+}
+
+// CheckPasskey is PasskeyLogin without the tokens: it verifies the
+// assertion with the same rules, throttle and audit of failures, and
+// returns the tenant and user it proves, for a login that issues something
+// else (the interactive guide's session). Recording the success is the
+// caller's, once it has issued what the login is for.
+func (s *Service) CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, error) {
+	t, u, _, err := s.checkPasskey(ctx, PasskeyLoginRequest{FlowID: flowID, Credential: credential, RemoteAddr: remoteAddr})
+	if err != nil {
+		return identity.Tenant{}, identity.User{}, err
+	}
+	s.cfg.Logins.LoginVerified(t, u.Name)
+	return t, u, nil
+}
+
+func (s *Service) checkPasskey(ctx context.Context, req PasskeyLoginRequest) (identity.Tenant, identity.User, map[string]any, error) {
 	if s.cfg.Logins == nil {
-		return identity.TokenResponse{}, fault.E(fault.Unavailable, MsgSignInUnavailable)
+		return identity.Tenant{}, identity.User{}, nil, fault.E(fault.Unavailable, MsgSignInUnavailable)
 	}
 	if strings.TrimSpace(req.FlowID) == "" {
-		return identity.TokenResponse{}, fault.E(fault.Invalid, fault.Field("flowId"), MsgFlowRequired)
+		return identity.Tenant{}, identity.User{}, nil, fault.E(fault.Invalid, fault.Field("flowId"), MsgFlowRequired)
 	}
 	if len(bytes.TrimSpace(req.Credential)) == 0 || string(bytes.TrimSpace(req.Credential)) == "null" {
-		return identity.TokenResponse{}, fault.E(fault.Invalid, fault.Field("credential"), MsgCredentialMissing)
+		return identity.Tenant{}, identity.User{}, nil, fault.E(fault.Invalid, fault.Field("credential"), MsgCredentialMissing)
 	}
 	par, err := protocol.ParseCredentialRequestResponseBytes(req.Credential)
 	if err != nil {
-		return identity.TokenResponse{}, fault.E(fault.Invalid, fault.Field("credential"), "The credential could not be parsed: "+libMessage(err), err)
+		return identity.Tenant{}, identity.User{}, nil, fault.E(fault.Invalid, fault.Field("credential"), "The credential could not be parsed: "+libMessage(err), err)
 	}
 	code, value, ok := splitFlowID(req.FlowID)
 	if !ok {
-		return identity.TokenResponse{}, fault.E(fault.Unauthenticated, MsgFlowUnknown)
+		return identity.Tenant{}, identity.User{}, nil, fault.E(fault.Unauthenticated, MsgFlowUnknown)
 	}
 	credID := base64.RawURLEncoding.EncodeToString(par.RawID)
 	meta := map[string]any{"method": "passkey", "remoteAddr": req.RemoteAddr, "authenticator": map[string]any{"id": credID}}
@@ -367,18 +390,18 @@ func (s *Service) PasskeyLogin(ctx context.Context, req PasskeyLoginRequest) (id
 		// is the operators' to see.
 		err = fault.E(fault.Unauthenticated, MsgFlowUnknown)
 		if root, rerr := s.cfg.Logins.ResolveTenant(ctx, identity.RootAuthDomain); rerr == nil {
-			return identity.TokenResponse{}, s.cfg.Logins.LoginFailed(ctx, root, "", err, meta)
+			return identity.Tenant{}, identity.User{}, nil, s.cfg.Logins.LoginFailed(ctx, root, "", err, meta)
 		}
-		return identity.TokenResponse{}, err
+		return identity.Tenant{}, identity.User{}, nil, err
 	} else if err != nil {
-		return identity.TokenResponse{}, err
+		return identity.Tenant{}, identity.User{}, nil, err
 	}
 	var name string
-	fail := func(err error) (identity.TokenResponse, error) {
+	fail := func(err error) (identity.Tenant, identity.User, map[string]any, error) {
 		if k := fault.KindOf(err); k == fault.Invalid || k == fault.NotFound {
 			err = fault.E(fault.Unauthenticated, fault.MessageOf(err), err)
 		}
-		return identity.TokenResponse{}, s.cfg.Logins.LoginFailed(ctx, tenant, name, err, meta)
+		return identity.Tenant{}, identity.User{}, nil, s.cfg.Logins.LoginFailed(ctx, tenant, name, err, meta)
 	}
 	c, err := s.takeChallenge(ctx, tenant.ID, value, CeremonyPasskeyGet)
 	if err != nil {
@@ -419,7 +442,7 @@ func (s *Service) PasskeyLogin(ctx context.Context, req PasskeyLoginRequest) (id
 		meta["user"] = map[string]any{"id": user.ID.String(), "name": user.Name}
 	}
 	if err := s.cfg.Logins.LoginAllowed(ctx, tenant, name, meta); err != nil {
-		return identity.TokenResponse{}, err
+		return identity.Tenant{}, identity.User{}, nil, err
 	}
 	a, err := s.assertWith(ctx, tenant, c, par, prev)
 	if a.ID != "" && a.State != prev.State {
@@ -430,5 +453,5 @@ func (s *Service) PasskeyLogin(ctx context.Context, req PasskeyLoginRequest) (id
 	}
 	meta["authenticator"] = map[string]any{"id": a.ID, "signatureCounter": a.SignCount}
 	meta["amr"] = []string{"hwk", "user"}
-	return s.cfg.Logins.LoginSucceeded(ctx, tenant, user, meta)
+	return tenant, user, meta, nil
 }

@@ -107,6 +107,26 @@ func contractPasskeys(t *testing.T, c *contract, f fixture) {
 		c.do(t, call{method: "POST", path: "/api/v1/auth/tokens/", body: []byte(`{"grant_type":"passkey","credential":{}}`), req: reqInvalid, want: 400})
 	})
 
+	t.Run("guide login", func(t *testing.T) {
+		guide := func(d *authenticatortest.Device, want int) {
+			t.Helper()
+			_, got := c.do(t, call{method: "POST", path: "/api/v1/auth/passkeys/options", body: jsonBody(map[string]string{"auth_domain": tenantCode}), want: 200})
+			o := decode[map[string]any](t, got)
+			challenge := o["publicKey"].(map[string]any)["challenge"].(string)
+			_, got = c.do(t, call{method: "POST", path: "/guide/session", want: want, body: jsonBody(map[string]any{
+				"flowId": o["flowId"], "credential": jsonRaw(d.PasskeyAssertionJSON(challenge))})})
+			if want == 200 {
+				if s := decode[map[string]any](t, got); s["method"] != "passkey" || s["user"].(map[string]any)["name"] != "dave" {
+					t.Errorf("guide session %s", got)
+				}
+			}
+		}
+		guide(d, 200)
+		wrong := *d
+		wrong.RPID = "evil.example"
+		guide(&wrong, 401)
+	})
+
 	t.Run("delete", func(t *testing.T) {
 		// An authenticator the organisation imported for dave: rule 5.
 		key := keyHeader(apiKeyOf(t, c, f.root, tenantID, "", identity.AreaAuthenticator))

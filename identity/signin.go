@@ -45,11 +45,19 @@ func (s *Service) LoginFailed(ctx context.Context, t Tenant, name string, err er
 	return s.record(ctx, t.ID, ActionLogin, err, meta)
 }
 
+// LoginVerified clears the failures of the user named name in tenant t,
+// as a successful password check does, for a login whose proof was
+// verified elsewhere and that issues something other than a platform JWT
+// (a guide session).
+func (s *Service) LoginVerified(t Tenant, name string) {
+	s.cfg.Throttle.Succeed(throttleKey(t.ID, name))
+}
+
 // LoginSucceeded clears the user's throttle, issues the platform JWT and
 // refresh token of a login, and audits it under ActionLogin with meta
 // (plus the user): what Login does once the password is verified.
 func (s *Service) LoginSucceeded(ctx context.Context, t Tenant, u User, meta map[string]any) (TokenResponse, error) {
-	s.cfg.Throttle.Succeed(throttleKey(t.ID, u.Name))
+	s.LoginVerified(t, u.Name)
 	ctx = audit.WithActor(ctx, u.ID.String(), "")
 	resp, err := s.issueUserToken(ctx, t, u)
 	if err != nil {

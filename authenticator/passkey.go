@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"strings"
 
 	"github.com/go-webauthn/webauthn/protocol"
@@ -333,8 +334,8 @@ type PasskeyLoginRequest struct {
 // and refresh token). The flow is taken by the first attempt and expires
 // after ChallengeTTL. Every refusal of the proof (unknown, used or expired
 // flow; wrong signature, origin, RP ID or challenge; no user
-// verification; an authenticator that is suspended, locked, deleted, or of
-// another user or tenant; a user handle that is not the credential's
+// verification; an authenticator that is pending (imported and not yet
+// activated), suspended, locked, deleted, or of another user or tenant; a user handle that is not the credential's
 // user) is fault.Unauthenticated and issues nothing; a signature counter
 // that went backwards also locks the authenticator (area C's rule). A
 // request that cannot be read (no flowId, a credential that does not
@@ -440,6 +441,12 @@ func (s *Service) checkPasskey(ctx context.Context, req PasskeyLoginRequest) (id
 		}
 		name = user.Name
 		meta["user"] = map[string]any{"id": user.ID.String(), "name": user.Name}
+	}
+	if prev.State == StatePending {
+		// An imported authenticator is activated by the organisation's
+		// activation flow (area C), not by its first sign-in; the options
+		// never list it either.
+		return fail(fault.E(fault.Unauthenticated, fmt.Sprintf(MsgNotUsable, prev.State)))
 	}
 	if err := s.cfg.Logins.LoginAllowed(ctx, tenant, name, meta); err != nil {
 		return identity.Tenant{}, identity.User{}, nil, err

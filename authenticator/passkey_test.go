@@ -357,6 +357,11 @@ func TestPasskeySignInRefusals(t *testing.T) {
 			e.f.setState(t, e.a, authenticator.StateSuspended)
 			return finish(t, e, e.d.PasskeyAssertionJSON(ch(e)))
 		}, fault.Unauthenticated, "suspended"},
+		{"pending: imported, not activated", func(t *testing.T, e env) error {
+			d, _ := e.f.imported(t)
+			d.UserHandle = e.f.user.ID[:]
+			return finish(t, e, d.PasskeyAssertionJSON(ch(e)))
+		}, fault.Unauthenticated, "pending"},
 		{"locked", func(t *testing.T, e env) error {
 			e.f.setState(t, e.a, authenticator.StateLocked)
 			return finish(t, e, e.d.PasskeyAssertionJSON(ch(e)))

@@ -285,7 +285,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	})
 	p.Authenticators = authenticator.NewService(authenticator.Config{
 		Store: cfg.Store, Directory: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		Events: p.Events, Metadata: cfg.FIDOMetadata, Logins: p.Identity,
+		Events: p.Events, Metadata: cfg.FIDOMetadata, Logins: p.Identity, DecoyKey: sealer.SubKey("passkey-decoy"),
 	})
 	p.Guide = guide.NewService(guide.Config{
 		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,

@@ -255,8 +255,8 @@ func (s *Service) DeletePasskey(ctx context.Context, p identity.Principal, id st
 // allowCredentials lists that user's active authenticators; without it the
 // list is empty, which asks the browser for a discoverable credential.
 // An unknown name gets a flow too, whose allowCredentials hold a
-// credential id derived from the name (stable within a process), so the
-// answer does not tell which names exist; its flow can never succeed.
+// credential id derived from the name (Config.DecoyKey: the same on every
+// process that shares it), so the answer does not tell which names exist; its flow can never succeed.
 // An unknown tenant is fault.NotFound. Nothing is audited: no one has
 // proved anything yet.
 func (s *Service) BeginPasskeyLogin(ctx context.Context, authDomain, name string) (PasskeyRequest, error) {
@@ -309,15 +309,16 @@ func (s *Service) BeginPasskeyLogin(ctx context.Context, authDomain, name string
 }
 
 // decoyID is the credential id shown for a name no user has: 16 bytes, as
-// real ids often are, the same for the same name within this process.
+// real ids often are, the same for the same name under the same key.
 func (s *Service) decoyID(tenantID, name string) []byte {
-	m := hmac.New(sha256.New, s.decoyKey[:])
+	m := hmac.New(sha256.New, s.decoyKey)
 	m.Write([]byte(tenantID + "\x00" + strings.ToLower(name)))
 	return m.Sum(nil)[:16]
 }
 
-func newDecoyKey() (k [32]byte) {
-	rand.Read(k[:])
+func newDecoyKey() []byte {
+	k := make([]byte, 32)
+	rand.Read(k)
 	return k
 }
 

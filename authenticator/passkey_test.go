@@ -588,3 +588,25 @@ func uvFlag(t *testing.T, attObj []byte) bool {
 	}
 	return ao.AuthData[32]&0x04 != 0
 }
+
+// TestPasskeyDecoyAcrossProcesses: two services (two server processes)
+// with the same DecoyKey answer an unknown name with the same credential
+// id, so comparing processes tells nothing either.
+func TestPasskeyDecoyAcrossProcesses(t *testing.T) {
+	f := newPasskeyFixture(t)
+	key := []byte("0123456789abcdef0123456789abcdef")
+	ids := func(decoy []byte) string {
+		svc := authenticator.NewService(authenticator.Config{Store: f.store, Directory: f.store, Audit: f.audit, Clock: f.clock, Logins: f.ids, DecoyKey: decoy})
+		opts, err := svc.BeginPasskeyLogin(t.Context(), f.tenant.Code, "ghost")
+		if err != nil || len(opts.PublicKey.AllowCredentials) != 1 {
+			t.Fatalf("options %+v %v", opts, err)
+		}
+		return opts.PublicKey.AllowCredentials[0].CredentialID.String()
+	}
+	if a, b := ids(key), ids(key); a != b {
+		t.Errorf("same key, different decoys %s %s", a, b)
+	}
+	if a, b := ids(nil), ids(nil); a == b {
+		t.Errorf("two random keys gave the same decoy %s", a)
+	}
+}

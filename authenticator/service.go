@@ -79,6 +79,12 @@ type Config struct {
 	// Logins, when set, lets users sign in with their passkeys
 	// (PasskeyLogin); without it passkey sign-in is fault.Unavailable.
 	Logins Logins
+	// DecoyKey derives the credential ids the sign-in options show for
+	// names no user has. Every process behind one load balancer needs the
+	// same key, or comparing their answers would tell unknown names
+	// apart (latchkey.New derives it from the master key); empty means a
+	// random key for this process.
+	DecoyKey []byte
 }
 
 // Service manages the FIDO authenticators of each tenant's users.
@@ -97,7 +103,7 @@ type Service struct {
 	builder audit.Builder
 	// decoyKey derives the credential ids shown for unknown names in
 	// passkey sign-in options (see BeginPasskeyLogin).
-	decoyKey [32]byte
+	decoyKey []byte
 }
 
 // NewService returns a Service.
@@ -108,7 +114,10 @@ func NewService(cfg Config) *Service {
 	if cfg.ChallengeTTL <= 0 {
 		cfg.ChallengeTTL = DefaultChallengeTTL
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger, decoyKey: newDecoyKey()}
+	s := &Service{cfg: cfg, log: cfg.Logger, decoyKey: cfg.DecoyKey}
+	if len(s.decoyKey) == 0 {
+		s.decoyKey = newDecoyKey()
+	}
 	if bs, ok := cfg.Store.(BatchStore); ok {
 		s.batch = &batcher{st: bs}
 		if abs, ok := cfg.Store.(AuditedBatchStore); ok {

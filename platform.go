@@ -304,11 +304,11 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	})
 	p.Authenticators = authenticator.NewService(authenticator.Config{
 		Store: cfg.Store, Directory: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		Events: p.Events, Metadata: cfg.FIDOMetadata,
+		Events: p.Events, Metadata: cfg.FIDOMetadata, Logins: p.Identity, DecoyKey: sealer.SubKey("passkey-decoy"),
 	})
 	p.Guide = guide.NewService(guide.Config{
 		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer,
+		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer, Passkeys: p.Authenticators,
 		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
 	})
 	p.EventStream = eventstream.NewService(eventstream.Config{

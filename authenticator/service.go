@@ -73,9 +73,18 @@ type Config struct {
 	// policy checks against (see LoadMetadata); nil refuses imports of
 	// tenants whose policy is trusted.
 	Metadata metadata.Provider
-	// ChallengeTTL is how long a WebAuthn challenge may be answered;
-	// default DefaultChallengeTTL.
+	// ChallengeTTL is how long a WebAuthn challenge (and a passkey flow)
+	// may be answered; default DefaultChallengeTTL.
 	ChallengeTTL time.Duration
+	// Logins, when set, lets users sign in with their passkeys
+	// (PasskeyLogin); without it passkey sign-in is fault.Unavailable.
+	Logins Logins
+	// DecoyKey derives the credential ids the sign-in options show for
+	// names no user has. Every process behind one load balancer needs the
+	// same key, or comparing their answers would tell unknown names
+	// apart (latchkey.New derives it from the master key); empty means a
+	// random key for this process.
+	DecoyKey []byte
 }
 
 // Service manages the FIDO authenticators of each tenant's users.
@@ -92,6 +101,9 @@ type Service struct {
 	// the creation's transaction (an AuditedBatchStore and an
 	// audit.Builder sink).
 	builder audit.Builder
+	// decoyKey derives the credential ids shown for unknown names in
+	// passkey sign-in options (see BeginPasskeyLogin).
+	decoyKey []byte
 }
 
 // NewService returns a Service.
@@ -102,7 +114,10 @@ func NewService(cfg Config) *Service {
 	if cfg.ChallengeTTL <= 0 {
 		cfg.ChallengeTTL = DefaultChallengeTTL
 	}
-	s := &Service{cfg: cfg, log: cfg.Logger}
+	s := &Service{cfg: cfg, log: cfg.Logger, decoyKey: cfg.DecoyKey}
+	if len(s.decoyKey) == 0 {
+		s.decoyKey = newDecoyKey()
+	}
 	if bs, ok := cfg.Store.(BatchStore); ok {
 		s.batch = &batcher{st: bs}
 		if abs, ok := cfg.Store.(AuditedBatchStore); ok {

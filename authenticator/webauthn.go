@@ -356,17 +356,37 @@ func (s *Service) finishAssertion(ctx context.Context, t target, assertion []byt
 	} else if err != nil {
 		return Authenticator{}, Authenticator{}, err
 	}
+	a, err = s.assertWith(ctx, t.tenant, c, par, prev)
+	if a.ID == "" {
+		return Authenticator{}, Authenticator{}, err
+	}
+	return a, prev, err
+}
+
+// assertWith verifies an assertion par answering challenge c with the
+// stored authenticator prev (already known to be the one the ceremony
+// may use) and applies area C's rules to it: only active and pending
+// authenticators authenticate, a user handle must be prev's user, the
+// signature, origin, RP ID hash, challenge and flags must verify, and a
+// signature counter that does not increase (when the stored or the new
+// one is not zero) locks it. Every assertion sets LastUsedAt; a verified
+// one also LastSuccessAt and the counter, and activates a pending one.
+//
+// It returns the authenticator as stored afterwards (a.ID == "" when
+// nothing was stored) and the refusal, if any: fault.Invalid for the
+// assertion's faults.
+func (s *Service) assertWith(ctx context.Context, tenant identity.Tenant, c Challenge, par *protocol.ParsedCredentialAssertionData, prev Authenticator) (Authenticator, error) {
 	now := s.now()
-	a = prev
+	a := prev
 	a.LastUsedAt = &now
 	verr := func() error {
 		if a.State != StateActive && a.State != StatePending {
 			return fault.E(fault.Invalid, fmt.Sprintf(MsgNotUsable, a.State))
 		}
-		if uh := par.Response.UserHandle; len(uh) > 0 && !bytes.Equal(uh, c.UserID[:]) {
+		if uh := par.Response.UserHandle; len(uh) > 0 && !bytes.Equal(uh, a.UserID[:]) {
 			return fault.E(fault.Invalid, "The user handle is not the challenge's user.")
 		}
-		rp := t.tenant.Settings.WebAuthn
+		rp := tenant.Settings.WebAuthn
 		if err := par.Verify(c.Value, rp.RPID, "", rp.Origins, nil, nil, protocol.TopOriginImplicitVerificationMode, false,
 			c.UserVerification == UVRequired, true, a.PublicKey, protocol.SignaturePolicy{}); err != nil {
 			return fault.E(fault.Invalid, "The assertion could not be verified: "+libMessage(err), err)
@@ -393,7 +413,7 @@ func (s *Service) finishAssertion(ctx context.Context, t target, assertion []byt
 			// one fails rather than apply to a state it did not see.
 			err = fault.E(fault.Invalid, "The authenticator was used concurrently; try again.", err)
 		}
-		return Authenticator{}, Authenticator{}, err
+		return Authenticator{}, err
 	}
-	return a, prev, verr
+	return a, verr
 }

@@ -40,11 +40,20 @@ type Users interface {
 	UserToken(ctx context.Context, tenantID string, userID identity.ObjectID, ttl time.Duration) (string, time.Time, error)
 }
 
+// Passkeys verifies a passkey sign-in (authenticator.Service): the
+// assertion answering a flow of the sign-in options, with the API login's
+// throttle, failures audited.
+type Passkeys interface {
+	CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, error)
+}
+
 // Config configures a Service. Store, Users and Audit are required.
 type Config struct {
 	Store Store
 	Users Users
 	Audit audit.Sink
+	// Passkeys, when set, lets users log in to the guide with a passkey.
+	Passkeys Passkeys
 
 	// Single sign-on needs these three; without them it is off.
 	Tenants   Tenants
@@ -168,6 +177,20 @@ func (s *Service) Login(ctx context.Context, req identity.LoginRequest, oldID st
 		return "", Session{}, err
 	}
 	return s.start(ctx, t, u, MethodPassword, oldID, map[string]any{"remoteAddr": req.RemoteAddr})
+}
+
+// LoginPasskey checks a passkey sign-in (flowID and the credential of
+// navigator.credentials.get(), verified, throttled and audited as the
+// API's passkey login) and starts a session, as Login does.
+func (s *Service) LoginPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr, oldID string) (string, Session, error) {
+	if s.cfg.Passkeys == nil {
+		return "", Session{}, fault.E(fault.Unavailable, "passkey login is not configured")
+	}
+	t, u, err := s.cfg.Passkeys.CheckPasskey(ctx, flowID, credential, remoteAddr)
+	if err != nil {
+		return "", Session{}, err
+	}
+	return s.start(ctx, t, u, MethodPasskey, oldID, map[string]any{"remoteAddr": remoteAddr})
 }
 
 // start creates the session of a successful login and audits the login.

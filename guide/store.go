@@ -15,7 +15,7 @@ type Session struct {
 	TenantID  string
 	UserID    identity.ObjectID
 	UserName  string
-	Method    string // MethodPassword or MethodSSO
+	Method    string // MethodPassword, MethodSSO or MethodPasskey
 	CSRFToken string // sent back in the X-CSRF-Token header of state-changing calls
 
 	LoginAt      time.Time // the last login: start of the closed-window limit
@@ -28,6 +28,7 @@ type Session struct {
 const (
 	MethodPassword = "password"
 	MethodSSO      = "sso"
+	MethodPasskey  = "passkey"
 )
 
 // SSOSettings are a tenant's OpenID Connect provider for single sign-on to

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"embed"
+	"encoding/json"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -202,10 +203,15 @@ func (s *Server) sameOrigin(r *http.Request) error {
 	return fault.E(fault.Forbidden, "cross-origin request refused")
 }
 
+// guideLoginRequest is a password login ({name, password, tenant}) or a
+// passkey login ({flowId, credential}: the flow of POST
+// {base_url}/auth/passkeys/options, which named the tenant).
 type guideLoginRequest struct {
-	Name     string `json:"name"`
-	Password string `json:"password"`
-	Tenant   string `json:"tenant"`
+	Name       string          `json:"name"`
+	Password   string          `json:"password"`
+	Tenant     string          `json:"tenant"`
+	FlowID     string          `json:"flowId"`
+	Credential json.RawMessage `json:"credential"`
 }
 
 func (s *Server) guideLogin(w http.ResponseWriter, r *http.Request) error {
@@ -219,7 +225,16 @@ func (s *Server) guideLogin(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	id, sess, err := s.p.Guide.Login(r.Context(), identity.LoginRequest{Name: req.Name, Password: req.Password, AuthDomain: req.Tenant, RemoteAddr: r.RemoteAddr}, guideSessionID(r))
+	var (
+		id   string
+		sess guide.Session
+		err  error
+	)
+	if req.FlowID != "" || len(req.Credential) > 0 {
+		id, sess, err = s.p.Guide.LoginPasskey(r.Context(), req.FlowID, req.Credential, r.RemoteAddr, guideSessionID(r))
+	} else {
+		id, sess, err = s.p.Guide.Login(r.Context(), identity.LoginRequest{Name: req.Name, Password: req.Password, AuthDomain: req.Tenant, RemoteAddr: r.RemoteAddr}, guideSessionID(r))
+	}
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,11 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 
+	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
 )
@@ -30,6 +32,9 @@ type loginRequest struct {
 	GrantType    string `json:"grant_type"`
 	ClientID     string `json:"client_id"`
 	RefreshToken string `json:"refresh_token"`
+	// FlowID and Credential are those of grant_type passkey.
+	FlowID     string          `json:"flowId"`
+	Credential json.RawMessage `json:"credential"`
 }
 
 // Grant types of POST {base_url}/auth/tokens/.
@@ -37,6 +42,7 @@ const (
 	grantPassword         = "password"
 	grantClientCredential = "client_credential"
 	grantRefreshToken     = "refresh_token"
+	grantPasskey          = "passkey"
 )
 
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
@@ -57,9 +63,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		resp, err = s.p.Identity.Refresh(r.Context(), req.RefreshToken)
 	case grantClientCredential:
 		resp, err = s.clientLogin(r, req.ClientID)
+	case grantPasskey:
+		resp, err = s.p.Authenticators.PasskeyLogin(r.Context(), authenticator.PasskeyLoginRequest{FlowID: req.FlowID, Credential: req.Credential, RemoteAddr: r.RemoteAddr})
 	default:
 		grant = "other" // a label value the caller cannot choose
-		err = fault.E(fault.Invalid, fault.Field("grant_type"), "grant_type must be client_credential or refresh_token, or absent for a password login")
+		err = fault.E(fault.Invalid, fault.Field("grant_type"), "grant_type must be client_credential, refresh_token or passkey, or absent for a password login")
 	}
 	if err != nil {
 		s.loginFailed(grant, err)

@@ -107,6 +107,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerNotify()
 	s.registerVToken()
 	s.registerAuthenticators()
+	s.registerPasskeys()
 	s.registerGuide()
 	s.registerEventStream()
 	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))

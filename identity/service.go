@@ -225,7 +225,7 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, action st
 		return Tenant{}, User{}, meta, errBadCredentials
 	}
 	now := s.now()
-	key := t.ID + "\x00" + strings.ToLower(req.Name)
+	key := throttleKey(t.ID, req.Name)
 	if blocked, wait := s.cfg.Throttle.Blocked(key, now); blocked {
 		err := fault.E(fault.TooManyRequests, fmt.Sprintf("too many failed logins; try again in %d seconds", int(wait.Seconds())+1))
 		return Tenant{}, User{}, meta, s.record(ctx, t.ID, action, err, meta)

@@ -50,6 +50,13 @@ type Device struct {
 	attChain [][]byte
 	// RootCert is the root of the x5c chain, once made.
 	RootCert *x509.Certificate
+
+	// UserHandle, when set, is the user.id the credential was created for:
+	// a discoverable credential (passkey) returns it in every assertion.
+	UserHandle []byte
+	// NoUserVerification clears the UV flag of the authenticator data, as
+	// an authenticator that only tested user presence would.
+	NoUserVerification bool
 }
 
 // New returns a Device with a fresh ES256 credential for rpID, used from
@@ -92,6 +99,9 @@ func (d *Device) authData(attested bool) []byte {
 	h := sha256.Sum256([]byte(d.RPID))
 	b := append([]byte{}, h[:]...)
 	flags := byte(flagUP | flagUV)
+	if d.NoUserVerification {
+		flags &^= flagUV
+	}
 	if attested {
 		flags |= flagAT
 	}
@@ -221,13 +231,49 @@ func (d *Device) CredentialJSON(cdj, attObj []byte) []byte {
 }
 
 // AssertionJSON is the PublicKeyCredential JSON of an assertion, as the
-// FIDO conformance server API's assertion result takes it.
+// FIDO conformance server API's assertion result takes it; with a
+// UserHandle it carries it as response.userHandle.
 func (d *Device) AssertionJSON(a Assertion) []byte {
+	resp := map[string]any{
+		"clientDataJSON": B64(a.ClientDataJSON), "authenticatorData": B64(a.AuthenticatorData), "signature": B64(a.Signature),
+	}
+	if len(d.UserHandle) > 0 {
+		resp["userHandle"] = B64(d.UserHandle)
+	}
+	b, _ := json.Marshal(map[string]any{"id": d.ID(), "rawId": d.ID(), "type": "public-key", "response": resp})
+	return b
+}
+
+// PasskeyRegistrationJSON is what PublicKeyCredential.toJSON() gives for a
+// registration (WebAuthn Level 3 RegistrationResponseJSON) answering
+// challenge, with attestation format none, as a browser sends it.
+func (d *Device) PasskeyRegistrationJSON(challenge string) []byte {
+	cdj, att := d.Register(challenge, FormatNone)
 	b, _ := json.Marshal(map[string]any{
-		"id": d.ID(), "rawId": d.ID(), "type": "public-key",
+		"id": d.ID(), "rawId": d.ID(), "type": "public-key", "authenticatorAttachment": "platform",
 		"response": map[string]any{
-			"clientDataJSON": B64(a.ClientDataJSON), "authenticatorData": B64(a.AuthenticatorData), "signature": B64(a.Signature),
+			"clientDataJSON": B64(cdj), "attestationObject": B64(att), "transports": []string{"internal"},
+			"publicKeyAlgorithm": -7,
 		},
+		"clientExtensionResults": map[string]any{"credProps": map[string]any{"rk": true}},
+	})
+	return b
+}
+
+// PasskeyAssertionJSON is what PublicKeyCredential.toJSON() gives for an
+// assertion (WebAuthn Level 3 AuthenticationResponseJSON) answering
+// challenge: a fresh signature with the next counter and the UserHandle.
+func (d *Device) PasskeyAssertionJSON(challenge string) []byte {
+	a := d.Assert(challenge)
+	resp := map[string]any{
+		"clientDataJSON": B64(a.ClientDataJSON), "authenticatorData": B64(a.AuthenticatorData), "signature": B64(a.Signature),
+	}
+	if len(d.UserHandle) > 0 {
+		resp["userHandle"] = B64(d.UserHandle)
+	}
+	b, _ := json.Marshal(map[string]any{
+		"id": d.ID(), "rawId": d.ID(), "type": "public-key", "authenticatorAttachment": "platform",
+		"response": resp, "clientExtensionResults": map[string]any{},
 	})
 	return b
 }

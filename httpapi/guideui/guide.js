@@ -15,6 +15,7 @@
     $("guide-login").hidden = false;
     $("guide-user").hidden = true;
     $("guide-logout").hidden = true;
+    $("guide-add-passkey").hidden = true;
     document.body.dataset.guide = "logged-out";
     status(msg);
   }
@@ -26,6 +27,7 @@
     $("guide-user").hidden = false;
     $("guide-user").textContent = "Logged in as " + s.user.name + " (tenant " + s.tenant.code + ")";
     $("guide-logout").hidden = false;
+    $("guide-add-passkey").hidden = false;
     document.body.dataset.guide = "logged-in";
     status("");
     if (!state.timer) {
@@ -96,6 +98,84 @@
     window.location.href = "sso/" + encodeURIComponent(code) + "/start";
   });
   $("guide-logout").addEventListener("click", () => logout("Logged out."));
+
+  // Passkeys (WebAuthn). The server speaks the WebAuthn Level 3 JSON forms;
+  // these helpers convert them for browsers without
+  // PublicKeyCredential.parseCreationOptionsFromJSON and toJSON().
+  const b64u = {
+    decode: (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((s.length + 3) % 4)), (c) => c.charCodeAt(0)).buffer,
+    encode: (buf) => btoa(String.fromCharCode(...new Uint8Array(buf))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, ""),
+  };
+  const descriptors = (list) => (list || []).map((d) => Object.assign({}, d, { id: b64u.decode(d.id) }));
+  function creationOptions(o) {
+    if (window.PublicKeyCredential && PublicKeyCredential.parseCreationOptionsFromJSON) { return PublicKeyCredential.parseCreationOptionsFromJSON(o); }
+    return Object.assign({}, o, { challenge: b64u.decode(o.challenge), user: Object.assign({}, o.user, { id: b64u.decode(o.user.id) }), excludeCredentials: descriptors(o.excludeCredentials) });
+  }
+  function requestOptions(o) {
+    if (window.PublicKeyCredential && PublicKeyCredential.parseRequestOptionsFromJSON) { return PublicKeyCredential.parseRequestOptionsFromJSON(o); }
+    return Object.assign({}, o, { challenge: b64u.decode(o.challenge), allowCredentials: descriptors(o.allowCredentials) });
+  }
+  function credentialJSON(c) {
+    if (typeof c.toJSON === "function") { return c.toJSON(); }
+    const r = c.response, out = { id: c.id, rawId: b64u.encode(c.rawId), type: c.type, authenticatorAttachment: c.authenticatorAttachment || null, clientExtensionResults: c.getClientExtensionResults(), response: { clientDataJSON: b64u.encode(r.clientDataJSON) } };
+    if (r.attestationObject) { out.response.attestationObject = b64u.encode(r.attestationObject); }
+    if (r.authenticatorData) { out.response.authenticatorData = b64u.encode(r.authenticatorData); }
+    if (r.signature) { out.response.signature = b64u.encode(r.signature); }
+    if (r.userHandle) { out.response.userHandle = b64u.encode(r.userHandle); }
+    return out;
+  }
+  async function failure(r, what) {
+    let msg = what + " failed (" + r.status + ").";
+    try { msg = (await r.json()).message || msg; } catch (_) { /* not JSON */ }
+    return msg;
+  }
+
+  // Sign in with a passkey: the tenant code names the relying party's
+  // tenant; the user name is optional (without it the browser offers the
+  // tenant's discoverable credentials on this device).
+  $("guide-passkey-button").addEventListener("click", async () => {
+    try {
+      status("Waiting for the passkey…");
+      const body = { auth_domain: $("guide-tenant").value.trim() };
+      if ($("guide-name").value.trim()) { body.name = $("guide-name").value.trim(); }
+      const o = await fetch("/api/v1/auth/passkeys/options", { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+      if (!o.ok) { showLoggedOut(await failure(o, "Passkey sign-in")); return; }
+      const flow = await o.json();
+      const cred = await navigator.credentials.get({ publicKey: requestOptions(flow.publicKey) });
+      const r = await fetch("session", {
+        method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ flowId: flow.flowId, credential: credentialJSON(cred) }),
+      });
+      if (r.ok) { showLoggedIn(await r.json()); return; }
+      showLoggedOut(await failure(r, "Passkey sign-in"));
+    } catch (e) {
+      showLoggedOut("Passkey sign-in failed: " + e.message);
+    }
+  });
+
+  // Add a passkey of this device for the logged-in user.
+  $("guide-add-passkey").addEventListener("click", async () => {
+    const s = state.session;
+    if (!s) { return; }
+    try {
+      status("Creating a passkey…");
+      const auth = { "Content-Type": "application/json", Authorization: "Bearer " + s.token };
+      const o = await fetch("/api/v1/me/passkeys/options", { method: "POST", headers: auth, body: "{}" });
+      if (!o.ok) { status(await failure(o, "Adding a passkey")); return; }
+      const flow = await o.json();
+      const cred = await navigator.credentials.create({ publicKey: creationOptions(flow.publicKey) });
+      const r = await fetch("/api/v1/me/passkeys", {
+        method: "POST", headers: auth,
+        body: JSON.stringify({ flowId: flow.flowId, credential: credentialJSON(cred), friendlyName: "Added in the guide" }),
+      });
+      if (!r.ok) { status(await failure(r, "Adding a passkey")); return; }
+      const a = await r.json();
+      document.body.dataset.passkey = a.id;
+      status("Passkey added.");
+    } catch (e) {
+      status("Adding a passkey failed: " + e.message);
+    }
+  });
 
   // The document is fetched here so that "try it out" calls go to this
   // page's own origin whatever the server's PublicURL says.

@@ -1,0 +1,95 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// registerPasskeys serves passkey sign-in (API.md, "Passkey sign-in"):
+// a user's self-service registration under {base_url}/me/passkeys, and
+// the sign-in options under {base_url}/auth/passkeys/options; the sign-in
+// itself is grant_type passkey of {base_url}/auth/tokens/. Errors are
+// area A's.
+func (s *Server) registerPasskeys() {
+	base := s.opts.BaseURL
+	user := s.platformJWT()
+	s.handle("POST", base+"/me/passkeys/options", user, s.passkeyCreationOptions)
+	s.handle("POST", base+"/me/passkeys", user, s.registerPasskey)
+	s.handle("GET", base+"/me/passkeys", user, s.listPasskeys)
+	s.handle("DELETE", base+"/me/passkeys/{authenticatorId}", user, s.deletePasskey)
+	s.handle("POST", base+"/auth/passkeys/options", routeOpts{style: stylePlatform}, s.passkeyRequestOptions)
+}
+
+func (s *Server) passkeyCreationOptions(w http.ResponseWriter, r *http.Request) error {
+	var req struct{}
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	opts, err := s.p.Authenticators.BeginPasskeyRegistration(r.Context(), principal(r))
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, opts)
+	return nil
+}
+
+// passkeyRegistration is the body of POST {base_url}/me/passkeys.
+type passkeyRegistration struct {
+	FlowID       string          `json:"flowId"`
+	Credential   json.RawMessage `json:"credential"`
+	FriendlyName string          `json:"friendlyName"`
+}
+
+func (s *Server) registerPasskey(w http.ResponseWriter, r *http.Request) error {
+	var req passkeyRegistration
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	a, err := s.p.Authenticators.FinishPasskeyRegistration(r.Context(), principal(r), req.FlowID, req.Credential, req.FriendlyName)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusCreated, toAuthenticatorJSON(a))
+	return nil
+}
+
+func (s *Server) listPasskeys(w http.ResponseWriter, r *http.Request) error {
+	items, err := s.p.Authenticators.ListPasskeys(r.Context(), principal(r))
+	if err != nil {
+		return err
+	}
+	out := make([]authenticatorJSON, len(items))
+	for i, a := range items {
+		out[i] = toAuthenticatorJSON(a)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"resources": out})
+	return nil
+}
+
+func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request) error {
+	if err := s.p.Authenticators.DeletePasskey(r.Context(), principal(r), r.PathValue("authenticatorId")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// passkeyOptionsRequest is the body of POST {base_url}/auth/passkeys/options.
+type passkeyOptionsRequest struct {
+	AuthDomain string `json:"auth_domain"`
+	Name       string `json:"name"`
+}
+
+func (s *Server) passkeyRequestOptions(w http.ResponseWriter, r *http.Request) error {
+	var req passkeyOptionsRequest
+	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	opts, err := s.p.Authenticators.BeginPasskeyLogin(r.Context(), req.AuthDomain, req.Name)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, opts)
+	return nil
+}

@@ -338,7 +338,7 @@ func (s *Service) ClientCredentials(ctx context.Context, clientID, secret, scope
 		roles = []string{c.Role}
 	}
 	granted = strings.Join(scopes, " ")
-	token, _, err = s.cfg.Keys.Sign(Claims{Kind: AccessToken, TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Scope: granted, Roles: roles,
+	token, _, err = s.cfg.Keys.Sign(ctx, Claims{Kind: AccessToken, TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Scope: granted, Roles: roles,
 		RegisteredClaims: registered(c.ID)}, s.cfg.AccessTokenTTL)
 	if err != nil {
 		return "", 0, "", err

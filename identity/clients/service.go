@@ -611,7 +611,7 @@ func (s *Service) Login(ctx context.Context, clientID string, chain []*x509.Cert
 	if c.Role != "" {
 		roles = []string{c.Role}
 	}
-	tok, _, err := s.cfg.Keys.Sign(identity.Claims{TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Roles: roles,
+	tok, _, err := s.cfg.Keys.Sign(ctx, identity.Claims{TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Roles: roles,
 		RegisteredClaims: jwt.RegisteredClaims{Subject: c.ID}}, s.cfg.TokenTTL)
 	if err != nil {
 		return identity.TokenResponse{}, err

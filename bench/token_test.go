@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/identity"
 )
 
@@ -71,7 +72,18 @@ func benchTokenEndpoint(b *testing.B, e *env) {
 // P2: an authenticated small GET (bearer platform JWT) against the same
 // store read and JSON answer without authentication.
 func BenchmarkP2AuthenticatedGet(b *testing.B) {
-	e := newEnv(b, identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1})
+	benchAuthenticatedGet(b, "latchkey", nil, nil)
+}
+
+// benchAuthenticatedGet runs P2's baseline and, as name, its
+// authenticated GET on a platform that cfg (when not nil) configures;
+// after, when not nil, runs at the end of the latter.
+func benchAuthenticatedGet(b *testing.B, name string, cfg func(*latchkey.Config), after func(*testing.B)) {
+	var opts []func(*latchkey.Config)
+	if cfg != nil {
+		opts = append(opts, cfg)
+	}
+	e := newEnv(b, identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1}, opts...)
 	tok, err := e.p.Identity.Login(b.Context(), identity.LoginRequest{Name: identity.AdminName, Password: "bench-password-1"})
 	if err != nil {
 		b.Fatal(err)
@@ -97,7 +109,7 @@ func BenchmarkP2AuthenticatedGet(b *testing.B) {
 			}
 		})
 	})
-	b.Run("latchkey", func(b *testing.B) {
+	b.Run(name, func(b *testing.B) {
 		u := e.srv.URL + "/api/v1/admin/tenants/" + e.root.ID
 		b.SetParallelism(32)
 		b.ResetTimer()
@@ -109,5 +121,8 @@ func BenchmarkP2AuthenticatedGet(b *testing.B) {
 				drain(b, resp, err)
 			}
 		})
+		if after != nil {
+			after(b)
+		}
 	})
 }

@@ -374,7 +374,7 @@ func TestTracingSpanNamesAreBounded(t *testing.T) {
 	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE", "HTTP"} {
 		allowed[m] = true
 	}
-	for _, n := range []string{"audit.record", "audit.commit", "identity.sign_token", "identity.hash_password", "identity.verify_password"} {
+	for _, n := range []string{"audit.record", "audit.commit", "audit.export", "events.append", "events.commit", "identity.sign_token", "identity.hash_password", "identity.verify_password", "notify.wait", "eventstream.deliver"} {
 		allowed[n] = true
 	}
 	got := s.await(t, "span of every request", func(ss tracetest.SpanStubs) bool {
@@ -420,6 +420,33 @@ func TestTracingWorkSpans(t *testing.T) {
 		want := "POST /api/v1/auth/tokens/\n  audit.record\n  identity.sign_token\n  identity.verify_password\n"
 		if diff := cmp.Diff(want, tree(got, caller)); diff != "" {
 			t.Errorf("span tree of a login (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("event post", func(t *testing.T) {
+		e, s := tracedEnv(t)
+		acme := e.NewTenant("Acme")
+		producer := bearerH(e.AuditClient(acme, "", "event:event:producer"))
+		if r := e.Do("POST", "/events/v1/events", map[string]any{"a": map[string]any{"event_type_id": "10001"}}, producer, "traceparent: "+traceparent); r.Status != 200 {
+			t.Fatalf("post: %d %s", r.Status, r.Body)
+		}
+		var wait tracetest.SpanStub
+		got := s.await(t, "post span and its group commit", func(ss tracetest.SpanStubs) bool {
+			var ok bool
+			if _, ok = find(ss, caller, "POST /events/v1/events"); !ok {
+				return false
+			}
+			if wait, ok = find(ss, caller, "events.append"); !ok {
+				return false
+			}
+			for _, c := range ss {
+				if c.Name == "events.commit" && len(c.Links) > 0 && c.Links[0].SpanContext.SpanID() == wait.SpanContext.SpanID() {
+					return true
+				}
+			}
+			return false
+		})
+		if diff := cmp.Diff("POST /events/v1/events\n  events.append\n", tree(got, caller)); diff != "" {
+			t.Errorf("span tree of an event post (-want +got):\n%s", diff)
 		}
 	})
 	t.Run("notification long poll", func(t *testing.T) {

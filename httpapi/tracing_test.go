@@ -374,7 +374,7 @@ func TestTracingSpanNamesAreBounded(t *testing.T) {
 	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE", "HTTP"} {
 		allowed[m] = true
 	}
-	for _, n := range []string{"audit.record", "audit.commit", "audit.export", "events.append", "events.commit", "identity.sign_token", "identity.hash_password", "identity.verify_password", "notify.wait", "eventstream.deliver"} {
+	for _, n := range []string{"audit.record", "audit.commit", "audit.export", "events.append", "events.commit", "identity.sign_token", "identity.hash_password", "identity.verify_password", "vtoken.sign", "notify.wait", "eventstream.deliver"} {
 		allowed[n] = true
 	}
 	got := s.await(t, "span of every request", func(ss tracetest.SpanStubs) bool {

@@ -28,6 +28,7 @@ import (
 	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
+	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/metrics"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/seal"
@@ -35,8 +36,6 @@ import (
 	"github.com/latchkey/latchkey/vtoken"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
-
-	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // Store is what a Platform keeps its data in: every area's store.
@@ -119,8 +118,9 @@ type Config struct {
 	// (HTTP requests, store transactions, password hashing, token
 	// signing, audit commits, export jobs, long polls, event-stream
 	// deliveries) are made with it, W3C traceparent headers of requests
-	// are continued, and deliveries carry one. Nil (the default) is off,
-	// and costs the hot paths nothing. An embedder passes its own
+	// are continued, and deliveries carry one. Nil (the default) is off:
+	// the hot paths then pay a context lookup per instrumented call and
+	// allocate nothing for tracing. An embedder passes its own
 	// provider; package otelenv builds one from the OTEL_* variables.
 	// The platform never shuts it down: its owner does, after Close.
 	TracerProvider trace.TracerProvider

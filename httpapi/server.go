@@ -216,7 +216,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // startSpan starts the span of a request, continuing the trace of its
 // W3C traceparent header when it has a valid one, or, when the handler
 // is mounted behind an embedder's own instrumentation (otelhttp), the
-// span that put in the request's context. Its name is "HTTP" until the
+// span it put in the request's context. Its name is "HTTP" until the
 // route is known (instrumented renames it): a name from the route table
 // or the method list, never from the request's path.
 func (s *Server) startSpan(ctx context.Context, r *http.Request) (context.Context, trace.Span) {

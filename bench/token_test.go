@@ -43,12 +43,14 @@ func benchBareES256(b *testing.B) {
 	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"c"}, "client_secret": {"s"}}
 	b.SetParallelism(32) // 64 concurrent clients on 2 cores, as the target's wrk -c64
 	b.ResetTimer()
+	cpu := startCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			resp, err := postForm(c, srv.URL, form)
 			drain(b, resp, err)
 		}
 	})
+	cpu.report(b)
 }
 
 // benchTokenEndpoint drives POST /oauth/v1/token (client_credentials) of e
@@ -61,12 +63,14 @@ func benchTokenEndpoint(b *testing.B, e *env) {
 	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {c.ID}, "client_secret": {secret}}
 	b.SetParallelism(32)
 	b.ResetTimer()
+	cpu := startCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			resp, err := postForm(e.client, e.srv.URL+"/oauth/v1/token", form)
 			drain(b, resp, err)
 		}
 	})
+	cpu.report(b)
 }
 
 // P2: an authenticated small GET (bearer platform JWT) against the same
@@ -102,17 +106,20 @@ func benchAuthenticatedGet(b *testing.B, name string, cfg func(*latchkey.Config)
 		defer srv.Close()
 		b.SetParallelism(32)
 		b.ResetTimer()
+		cpu := startCPU()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				resp, err := e.client.Get(srv.URL)
 				drain(b, resp, err)
 			}
 		})
+		cpu.report(b)
 	})
 	b.Run(name, func(b *testing.B) {
 		u := e.srv.URL + "/api/v1/admin/tenants/" + e.root.ID
 		b.SetParallelism(32)
 		b.ResetTimer()
+		cpu := startCPU()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				req, _ := http.NewRequest("GET", u, nil)
@@ -121,6 +128,7 @@ func benchAuthenticatedGet(b *testing.B, name string, cfg func(*latchkey.Config)
 				drain(b, resp, err)
 			}
 		})
+		cpu.report(b)
 		if after != nil {
 			after(b)
 		}

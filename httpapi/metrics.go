@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -31,12 +32,12 @@ func (s *Server) instrumented(method, route string, h http.HandlerFunc) http.Han
 		start := m.Start()
 		sw := statusWriters.Get().(*statusWriter)
 		sw.ResponseWriter, sw.status = w, http.StatusOK
-		span := noSpan
+		span, route := noSpan, attribute.KeyValue{}
 		if s.tracer != nil {
 			if span = trace.SpanFromContext(r.Context()); span.IsRecording() {
 				if matched {
 					span.SetName(name)
-					span.SetAttributes(routeAttr)
+					route = routeAttr
 				} else {
 					span.SetName(spanMethod(r.Method))
 				}
@@ -49,11 +50,11 @@ func (s *Server) instrumented(method, route string, h http.HandlerFunc) http.Han
 			if v := recover(); v != nil {
 				// ServeHTTP answers 500 (or aborts) once the panic reaches it.
 				m.Done(start, http.StatusInternalServerError)
-				endSpan(span, http.StatusInternalServerError)
+				endSpan(span, route, http.StatusInternalServerError)
 				panic(v)
 			}
 			m.Done(start, status)
-			endSpan(span, status)
+			endSpan(span, route, status)
 		}()
 		h(sw, r)
 	}
@@ -62,13 +63,18 @@ func (s *Server) instrumented(method, route string, h http.HandlerFunc) http.Han
 // noSpan is the API's no-op span: a request's span when tracing is off.
 var noSpan = trace.SpanFromContext(context.Background())
 
-// endSpan records a request's status on its span (which ServeHTTP ends):
-// 5xx answers are errors of the server, 4xx ones the client's and not.
-func endSpan(span trace.Span, status int) {
+// endSpan records a request's route (when matched) and status on its
+// span (which ServeHTTP ends), in one call: 5xx answers are errors of the
+// server, 4xx ones the client's and not.
+func endSpan(span trace.Span, route attribute.KeyValue, status int) {
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+	if route.Valid() {
+		span.SetAttributes(route, semconv.HTTPResponseStatusCode(status))
+	} else {
+		span.SetAttributes(semconv.HTTPResponseStatusCode(status))
+	}
 	if status >= 500 {
 		span.SetStatus(codes.Error, "")
 	}

@@ -17,9 +17,14 @@ import (
 )
 
 // tracedConn is the Conn a Store uses: the driver's Conn, whose
-// transactions (Tx, Pipeline), batches and single statements outside a
-// transaction are each a span when the caller's span is recording, so
-// that store work is traced once here for both databases. The span is
+// transactions are each a span when the caller's span is recording, so
+// that store work is traced once here for both databases. A transaction
+// is a Tx, a Pipeline, a Batch (one snapshot, or one round trip of
+// writes) or a single statement on Write (it commits on its own). Single
+// reads outside a transaction (Read's Query and QueryRow) are not spans:
+// they are the most frequent store calls (a token check, a tenant
+// lookup), a span costs about as much as a point read, and their time
+// shows in the span that made them. The span is
 // named after the exported Store method that runs it
 // ("store.AppendAuditRecords"): a name from the code, never from the
 // data, so the set of names is bounded. When the caller's span is not
@@ -44,7 +49,7 @@ func newTracedConn(c Conn, dialect string) *tracedConn {
 	}
 	t := &tracedConn{Conn: c, system: system}
 	t.read = &tracedQuerier{q: c.Read(), c: t}
-	t.write = &tracedQuerier{q: c.Write(), c: t}
+	t.write = &tracedQuerier{q: c.Write(), c: t, write: true}
 	return t
 }
 
@@ -107,14 +112,19 @@ func end(span trace.Span, err error) error {
 	return err
 }
 
-// tracedQuerier is a pool Querier (Conn.Read, Conn.Write) whose calls are
-// spans as tracedConn's.
+// tracedQuerier is a pool Querier (Conn.Read, Conn.Write) whose
+// transactions are spans as tracedConn's: every call on Write, batches
+// on Read.
 type tracedQuerier struct {
-	q Querier
-	c *tracedConn
+	q     Querier
+	c     *tracedConn
+	write bool
 }
 
 func (t *tracedQuerier) Query(ctx context.Context, query string, args ...any) (Rows, error) {
+	if !t.write {
+		return t.q.Query(ctx, query, args...)
+	}
 	ctx, span := t.c.start(ctx, "query")
 	if !span.IsRecording() {
 		return t.q.Query(ctx, query, args...)
@@ -127,6 +137,9 @@ func (t *tracedQuerier) Query(ctx context.Context, query string, args ...any) (R
 }
 
 func (t *tracedQuerier) QueryRow(ctx context.Context, query string, args ...any) Row {
+	if !t.write {
+		return t.q.QueryRow(ctx, query, args...)
+	}
 	ctx, span := t.c.start(ctx, "query")
 	if !span.IsRecording() {
 		return t.q.QueryRow(ctx, query, args...)
@@ -192,36 +205,48 @@ const storeMethodPrefix = "github.com/latchkey/latchkey/store/sqlstore.(*Store).
 
 // method returns the span name of the exported Store method on the
 // caller's stack ("store.AppendAuditRecords"), or "store" when there is
-// none. It is called only for recording spans; each frame is resolved
-// once.
+// none. It is called only for recording spans. Each frame is resolved
+// once; the stack is walked two frames deep first (the Store method
+// itself, or a helper such as list or exec and the method above it),
+// which names nearly every call, and deeper only when that fails.
 func (t *tracedConn) method() string {
 	var pcs [12]uintptr
-	n := runtime.Callers(3, pcs[:])
-	for _, pc := range pcs[:n] {
-		if v, ok := t.names.Load(pc); ok {
-			if name := v.(string); name != "" {
+	for _, depth := range []int{2, len(pcs)} {
+		// Skip runtime.Callers, method, start and the Conn or Querier
+		// method: the first frame is the store code that called it.
+		n := runtime.Callers(4, pcs[:depth])
+		for _, pc := range pcs[:n] {
+			if name := t.frameName(pc); name != "" {
 				return name
 			}
-			continue
 		}
-		name := ""
-		frames := runtime.CallersFrames([]uintptr{pc})
-		for {
-			f, more := frames.Next()
-			if m, ok := strings.CutPrefix(f.Function, storeMethodPrefix); ok && isExported(m) {
-				name = "store." + m
-				break
-			}
-			if !more {
-				break
-			}
-		}
-		t.names.Store(pc, name)
-		if name != "" {
-			return name
+		if n < depth {
+			break
 		}
 	}
 	return "store"
+}
+
+// frameName is the span name of the exported Store method pc is in, or
+// "" when pc is in any other function.
+func (t *tracedConn) frameName(pc uintptr) string {
+	if v, ok := t.names.Load(pc); ok {
+		return v.(string)
+	}
+	name := ""
+	frames := runtime.CallersFrames([]uintptr{pc})
+	for {
+		f, more := frames.Next()
+		if m, ok := strings.CutPrefix(f.Function, storeMethodPrefix); ok && isExported(m) {
+			name = "store." + m
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	t.names.Store(pc, name)
+	return name
 }
 
 // isExported reports whether m is an exported method's name (not a

@@ -21,12 +21,13 @@ import (
 	"github.com/latchkey/latchkey/vault"
 )
 
-// TestStoreSpans: under a recording span, each store call is a client
-// span named after the Store method that made it (whatever helper runs
-// the statement), with the database and the kind of call; without a
-// recording span (tracing off, or the request not sampled) there is
-// none. It runs on both databases: the tracing lives once, in the shared
-// store.
+// TestStoreSpans: under a recording span, each store transaction (a Tx,
+// a Pipeline, a batch, a single write) is a client span named after the
+// Store method that made it (whatever helper runs the statement), with
+// the database and the kind of call, and an error status when it failed;
+// single reads outside a transaction are not spans. Without a recording
+// span (tracing off, or the request not sampled) there is none. It runs
+// on both databases: the tracing lives once, in the shared store.
 func TestStoreSpans(t *testing.T) {
 	forEach(t, func(t *testing.T, db database) {
 		s, _ := db.open(t, nil)
@@ -41,7 +42,7 @@ func TestStoreSpans(t *testing.T) {
 			if err := s.AppendEventsAudited(ctx, []*events.Event{ev}, []*audit.Record{rec}); err != nil { // Pipeline
 				t.Fatal(err)
 			}
-			if _, err := s.ListEventsAfter(ctx, tenant, 0, nil, time.Time{}, 10); err != nil { // Read().Query
+			if _, err := s.ListEventsAfter(ctx, tenant, 0, nil, time.Time{}, 10); err != nil { // Read().Query: no span
 				t.Fatal(err)
 			}
 			if _, err := s.DeleteEventsBefore(ctx, tenant, now, 10); err != nil { // Tx
@@ -50,8 +51,18 @@ func TestStoreSpans(t *testing.T) {
 			if _, _, err := s.ListKeys(ctx, tenant, vault.ListQuery{Limit: 10}); err != nil { // Read().Batch, through a generic helper
 				t.Fatal(err)
 			}
-			if _, err := s.GetExportJob(ctx, tenant, "nope"); !fault.Is(fault.NotFound, err) { // Read().QueryRow, no row
+			if _, err := s.GetExportJob(ctx, tenant, "nope"); !fault.Is(fault.NotFound, err) { // Read().QueryRow: no span
 				t.Fatalf("GetExportJob = %v, want NotFound", err)
+			}
+			job := storetest.NewExportJob(tenant, 0)
+			if err := s.CreateExportJob(ctx, job); err != nil { // Write().Exec, through exec
+				t.Fatal(err)
+			}
+			if err := s.CreateExportJob(ctx, job); !fault.Is(fault.Conflict, err) { // a failed one
+				t.Fatalf("second CreateExportJob = %v, want Conflict", err)
+			}
+			if _, err := s.ClaimExportJob(ctx, "w", now, time.Minute); err != nil { // Write().QueryRow
+				t.Fatal(err)
 			}
 		}
 
@@ -82,10 +93,11 @@ func TestStoreSpans(t *testing.T) {
 		}
 		want := []string{
 			"store.AppendEventsAudited pipeline Unset",
-			"store.ListEventsAfter query Unset",
 			"store.DeleteEventsBefore tx Unset",
 			"store.ListKeys batch Unset",
-			"store.GetExportJob query Unset", // a missing row is an answer, not an error
+			"store.CreateExportJob exec Unset",
+			"store.CreateExportJob exec Error",
+			"store.ClaimExportJob query Unset",
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("store spans (-want +got):\n%s", diff)

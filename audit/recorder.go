@@ -65,9 +65,9 @@ func (r *Recorder) ObserveBatches(f func(n int)) { r.observer.Store(&f) }
 type pending struct {
 	rec  Record
 	done chan error
-	// span is the context of the caller's audit.record span and tracer
-	// its tracer, when that span is recording: the commit's span links to
-	// the spans of the records it holds.
+	// span is the context of the caller's span and tracer its tracer,
+	// when that span is recording: the commit's span links to the spans
+	// of the records it holds.
 	span   trace.SpanContext
 	tracer trace.Tracer
 }
@@ -119,27 +119,18 @@ var _ Builder = (*Recorder)(nil)
 // clock, resource id from the tenant's service instance) and waits until it
 // is stored.
 //
-// When ctx's span is recording, the wait is a span (audit.record), and the
-// group commit that stores the record is a span of its own (audit.commit)
-// that links to it, since one commit serves many requests.
+// When ctx's span is recording, the group commit that stores the record
+// is a span of its own (audit.commit) that links to ctx's span, since one
+// commit serves many requests; the wait itself is not a span (it would
+// cost each request as much as the commit's span costs the batch).
 func (r *Recorder) Record(ctx context.Context, e Entry) error {
-	ctx, span := tracing.Start(ctx, "audit.record")
-	err := r.record(ctx, span, e)
-	if err != nil {
-		span.SetStatus(codes.Error, "the audit record was not stored")
-	}
-	span.End()
-	return err
-}
-
-func (r *Recorder) record(ctx context.Context, span trace.Span, e Entry) error {
 	rec, err := r.Build(ctx, e)
 	if err != nil {
 		return err
 	}
 	p := &pending{rec: *rec, done: make(chan error, 1)}
-	if span.IsRecording() {
-		p.span, p.tracer = span.SpanContext(), tracing.Tracer(ctx)
+	if t := tracing.Tracer(ctx); t != nil {
+		p.span, p.tracer = trace.SpanContextFromContext(ctx), t
 	}
 	r.closeMu.RLock()
 	if r.closed {
@@ -308,7 +299,8 @@ func (r *Recorder) flush(batch []*pending, recs []*Record) {
 
 // commitSpan starts the span of a group commit (audit.commit) when any of
 // its records was recorded under a recording span, linked to those
-// spans; a no-op span otherwise. It is the root of a trace of its own:
+// spans (at most the SDK's link limit, 128 by default); a no-op span
+// otherwise. It is the root of a trace of its own:
 // one commit serves many requests, none of which is its parent.
 func (r *Recorder) commitSpan(batch []*pending) (context.Context, trace.Span) {
 	var (

@@ -64,9 +64,9 @@ type appendReq struct {
 	evs  []*Event
 	rec  *audit.Record // nil, or the post's audit record (audited stores only)
 	done chan error
-	// span is the context of the caller's events.append span and tracer
-	// its tracer, when that span is recording: the commit's span links
-	// to the spans of the appends it holds.
+	// span is the context of the caller's span and tracer its tracer,
+	// when that span is recording: the commit's span links to the spans
+	// of the appends it holds.
 	span   trace.SpanContext
 	tracer trace.Tracer
 }
@@ -98,24 +98,13 @@ type IngestStats struct {
 // waits even if ctx ends: the caller must not report a post as failed when
 // its events may be stored, nor the reverse.
 //
-// Under a recording span the wait is a span (events.append), and the
-// group commit that stores the events a span of its own (events.commit)
-// linked to it, as audit.Recorder does for records.
+// Under a recording span the group commit that stores the events is a
+// span of its own (events.commit) linked to the caller's span, as
+// audit.Recorder does for records.
 func (in *ingester) append(ctx context.Context, evs []*Event, rec *audit.Record) error {
-	ctx, span := tracing.Start(ctx, "events.append")
-	err := in.appendWait(ctx, span, evs, rec)
-	if err != nil {
-		span.SetStatus(codes.Error, "the events were not appended")
-	}
-	span.End()
-	return err
-}
-
-func (in *ingester) appendWait(ctx context.Context, span trace.Span, evs []*Event, rec *audit.Record) error {
 	r := &appendReq{evs: evs, rec: rec, done: make(chan error, 1)}
-	if span.IsRecording() {
-		r.span, r.tracer = span.SpanContext(), tracing.Tracer(ctx)
-		span.SetAttributes(attribute.Int("latchkey.events.count", len(evs)))
+	if t := tracing.Tracer(ctx); t != nil {
+		r.span, r.tracer = trace.SpanContextFromContext(ctx), t
 	}
 	in.closeMu.RLock()
 	if in.closed {

@@ -153,9 +153,9 @@ const (
 // TestTracingTokenRequest follows a client_credentials token request on
 // the SQLite store: its span continues the caller's traceparent (the
 // audit record's traceID, X-Trace-Id and the span share the caller's
-// trace id), is named after the route, and holds the signature and the
-// wait for the audit record; the audit group commit is a trace of its
-// own linked to that wait, with the store's transaction under it.
+// trace id), is named after the route, and holds the signature; the
+// audit group commit that stored its record is a trace of its own linked
+// to the request's span, with the store's transaction under it.
 func TestTracingTokenRequest(t *testing.T) {
 	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "latchkey.db"), sqlite.Options{})
 	if err != nil {
@@ -182,19 +182,15 @@ func TestTracingTokenRequest(t *testing.T) {
 		t.Fatalf("token: %d, X-Trace-Id %q; want 200 and the caller's trace id", resp.StatusCode, resp.Header.Get("X-Trace-Id"))
 	}
 	tid, _ := trace.TraceIDFromHex(callerTrace)
-	var record tracetest.SpanStub
 	got := s.await(t, "request span and the commit of its record", func(ss tracetest.SpanStubs) bool {
-		var ok bool
-		if _, ok = find(ss, tid, "POST /oauth/v1/token"); !ok {
+		request, ok := find(ss, tid, "POST /oauth/v1/token")
+		if !ok {
 			return false
 		}
-		if record, ok = find(ss, tid, "audit.record"); !ok {
-			return false
-		}
-		_, ok = commitOf(ss, record)
+		_, ok = commitOf(ss, "audit.commit", request)
 		return ok
 	})
-	want := "POST /oauth/v1/token\n  audit.record\n  identity.sign_token\n"
+	want := "POST /oauth/v1/token\n  identity.sign_token\n"
 	if diff := cmp.Diff(want, tree(got, tid)); diff != "" {
 		t.Errorf("span tree of the request (-want +got):\n%s", diff)
 	}
@@ -210,7 +206,7 @@ func TestTracingTokenRequest(t *testing.T) {
 			t.Errorf("request span %s = %v, want %v", key, v.Emit(), want.Emit())
 		}
 	}
-	commit, _ := commitOf(got, record)
+	commit, _ := commitOf(got, "audit.commit", root)
 	if diff := cmp.Diff("audit.commit\n  store.AppendAuditRecords\n", tree(got, commit.SpanContext.TraceID())); diff != "" {
 		t.Errorf("span tree of the audit commit (-want +got):\n%s", diff)
 	}
@@ -232,14 +228,15 @@ func TestTracingTokenRequest(t *testing.T) {
 	}
 }
 
-// commitOf returns the audit.commit span that links to record.
-func commitOf(ss tracetest.SpanStubs, record tracetest.SpanStub) (tracetest.SpanStub, bool) {
+// commitOf returns the group commit span called name that links to
+// request.
+func commitOf(ss tracetest.SpanStubs, name string, request tracetest.SpanStub) (tracetest.SpanStub, bool) {
 	for _, s := range ss {
-		if s.Name != "audit.commit" {
+		if s.Name != name {
 			continue
 		}
 		for _, l := range s.Links {
-			if l.SpanContext.SpanID() == record.SpanContext.SpanID() && l.SpanContext.TraceID() == record.SpanContext.TraceID() {
+			if l.SpanContext.SpanID() == request.SpanContext.SpanID() && l.SpanContext.TraceID() == request.SpanContext.TraceID() {
 				return s, true
 			}
 		}
@@ -374,7 +371,7 @@ func TestTracingSpanNamesAreBounded(t *testing.T) {
 	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE", "HTTP"} {
 		allowed[m] = true
 	}
-	for _, n := range []string{"audit.record", "audit.commit", "audit.export", "events.append", "events.commit", "identity.sign_token", "identity.hash_password", "identity.verify_password", "vtoken.sign", "notify.wait", "eventstream.deliver"} {
+	for _, n := range []string{"audit.commit", "audit.export", "events.commit", "identity.sign_token", "identity.hash_password", "identity.verify_password", "vtoken.sign", "notify.wait", "eventstream.deliver"} {
 		allowed[n] = true
 	}
 	got := s.await(t, "span of every request", func(ss tracetest.SpanStubs) bool {
@@ -417,7 +414,7 @@ func TestTracingWorkSpans(t *testing.T) {
 			t.Fatalf("login: %d %s", r.Status, r.Body)
 		}
 		got := s.await(t, "login span", func(ss tracetest.SpanStubs) bool { _, ok := find(ss, caller, "POST /api/v1/auth/tokens/"); return ok })
-		want := "POST /api/v1/auth/tokens/\n  audit.record\n  identity.sign_token\n  identity.verify_password\n"
+		want := "POST /api/v1/auth/tokens/\n  identity.sign_token\n  identity.verify_password\n"
 		if diff := cmp.Diff(want, tree(got, caller)); diff != "" {
 			t.Errorf("span tree of a login (-want +got):\n%s", diff)
 		}
@@ -429,23 +426,15 @@ func TestTracingWorkSpans(t *testing.T) {
 		if r := e.Do("POST", "/events/v1/events", map[string]any{"a": map[string]any{"event_type_id": "10001"}}, producer, "traceparent: "+traceparent); r.Status != 200 {
 			t.Fatalf("post: %d %s", r.Status, r.Body)
 		}
-		var wait tracetest.SpanStub
 		got := s.await(t, "post span and its group commit", func(ss tracetest.SpanStubs) bool {
-			var ok bool
-			if _, ok = find(ss, caller, "POST /events/v1/events"); !ok {
+			request, ok := find(ss, caller, "POST /events/v1/events")
+			if !ok {
 				return false
 			}
-			if wait, ok = find(ss, caller, "events.append"); !ok {
-				return false
-			}
-			for _, c := range ss {
-				if c.Name == "events.commit" && len(c.Links) > 0 && c.Links[0].SpanContext.SpanID() == wait.SpanContext.SpanID() {
-					return true
-				}
-			}
-			return false
+			_, ok = commitOf(ss, "events.commit", request)
+			return ok
 		})
-		if diff := cmp.Diff("POST /events/v1/events\n  events.append\n", tree(got, caller)); diff != "" {
+		if diff := cmp.Diff("POST /events/v1/events\n", tree(got, caller)); diff != "" {
 			t.Errorf("span tree of an event post (-want +got):\n%s", diff)
 		}
 	})
@@ -502,7 +491,7 @@ func TestTracingWorkSpans(t *testing.T) {
 		if v, _ := attr(job, "latchkey.audit.trace_id"); v.AsString() != callerTrace {
 			t.Errorf("latchkey.audit.trace_id = %q, want the creating request's %s (the job's audit records carry it)", v.AsString(), callerTrace)
 		}
-		if diff := cmp.Diff("audit.export\n  audit.record\n", tree(got, job.SpanContext.TraceID())); diff != "" {
+		if diff := cmp.Diff("audit.export\n", tree(got, job.SpanContext.TraceID())); diff != "" {
 			t.Errorf("span tree of an export job (-want +got):\n%s", diff)
 		}
 	})

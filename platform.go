@@ -28,12 +28,14 @@ import (
 	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
+	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/metrics"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
 	"github.com/latchkey/latchkey/vtoken"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Store is what a Platform keeps its data in: every area's store.
@@ -114,6 +116,16 @@ type Config struct {
 	// taken over once its lease lapses.
 	EventStreamLeaseFor  time.Duration
 	EventStreamPollEvery time.Duration
+	// TracerProvider, when set, turns tracing on: the platform's spans
+	// (HTTP requests, store transactions, password hashing, token
+	// signing, audit commits, export jobs, long polls, event-stream
+	// deliveries) are made with it, W3C traceparent headers of requests
+	// are continued, and deliveries carry one. Nil (the default) is off:
+	// the hot paths then pay a context lookup per instrumented call and
+	// allocate nothing for tracing. An embedder passes its own
+	// provider; package otelenv builds one from the OTEL_* variables.
+	// The platform never shuts it down: its owner does, after Close.
+	TracerProvider trace.TracerProvider
 }
 
 // Locker is implemented by stores that several processes share
@@ -171,6 +183,7 @@ type Platform struct {
 	log      *slog.Logger
 	sealer   *seal.Sealer
 	recorder *audit.Recorder
+	tracer   trace.Tracer // nil when tracing is off
 
 	// Identity is area A: tenants, users, clients, API keys and tokens.
 	Identity *identity.Service
@@ -224,6 +237,10 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Log lines carry the trace and span ids of their context (the
+	// audit trace id when tracing is off), so a log line leads to its
+	// request's trace and audit records.
+	cfg.Logger = slog.New(tracing.LogHandler(cfg.Logger.Handler(), audit.TraceID))
 	if cfg.Issuer == "" {
 		cfg.Issuer = DefaultIssuer
 	}
@@ -234,6 +251,9 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		return nil, errors.New("latchkey: PasswordParams are below OWASP's minimum for argon2id")
 	}
 	p := &Platform{cfg: cfg, log: cfg.Logger, sealer: sealer, stop: make(chan struct{})}
+	if cfg.TracerProvider != nil {
+		p.tracer = cfg.TracerProvider.Tracer(tracing.Scope)
+	}
 	p.recorder = audit.NewRecorder(cfg.Store, cfg.Clock, cfg.Logger)
 	// The first signing key and the client CA are created on first start
 	// (sealed in the store) and loaded on every later one, so they exist
@@ -283,7 +303,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 			return audit.NewES256Signer(kid, key)
 		},
 		URLKey: sealer.SubKey("audit-url"), ArchiveDir: p.cfg.ArchiveDir,
-		LeaseFor: cfg.ExportLeaseFor, PollEvery: cfg.ExportPollEvery,
+		LeaseFor: cfg.ExportLeaseFor, PollEvery: cfg.ExportPollEvery, Tracer: p.tracer,
 	})
 	if err != nil {
 		p.Close()
@@ -321,7 +341,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	}
 	p.streamEngine = eventstream.NewEngine(eventstream.EngineConfig{
 		Service: p.EventStream, Waker: p.Events, LeaseFor: cfg.EventStreamLeaseFor, PollEvery: cfg.EventStreamPollEvery,
-		Observer: p.metrics.EventStream,
+		Observer: p.metrics.EventStream, Tracer: p.tracer,
 	})
 	return p, nil
 }
@@ -329,8 +349,14 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 // Clock returns the platform's clock.
 func (p *Platform) Clock() clock.Clock { return p.cfg.Clock }
 
-// Logger returns the platform's logger.
+// Logger returns the platform's logger. Its records carry the trace_id
+// and span_id of the context they are logged with.
 func (p *Platform) Logger() *slog.Logger { return p.log }
+
+// Tracer returns the tracer of the platform's spans, or nil when tracing
+// is off (Config.TracerProvider unset): the HTTP layer starts a span per
+// request with it only when it is set.
+func (p *Platform) Tracer() trace.Tracer { return p.tracer }
 
 // Audit returns the sink every area records to.
 func (p *Platform) Audit() audit.Sink { return p.recorder }

@@ -20,9 +20,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	oteltrace "go.opentelemetry.io/otel/trace"
+
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/internal/ids"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // Authorization of the export API. They equal identity.ScopeAuditExport,
@@ -98,6 +103,10 @@ type ExporterConfig struct {
 	PollEvery time.Duration
 	// CleanupEvery is how often expired archives are removed. Default DefaultCleanupEvery.
 	CleanupEvery time.Duration
+	// Tracer, when set, makes a span of each job run (audit.export),
+	// linked to the span of the request that created the job; nil makes
+	// none.
+	Tracer oteltrace.Tracer
 }
 
 // Exporter is the audit-export service (area B): it lists service
@@ -268,7 +277,8 @@ func (e *Exporter) StartExport(ctx context.Context, c Caller, body []byte) (Expo
 		trace = NewTraceID()
 		ctx = WithTraceID(ctx, trace)
 	}
-	job := ExportJob{ID: ids.NewGUID(), TenantID: c.TenantID, Request: req, State: JobActive, StartedAt: now, TraceID: trace}
+	job := ExportJob{ID: ids.NewGUID(), TenantID: c.TenantID, Request: req, State: JobActive, StartedAt: now, TraceID: trace,
+		TraceParent: tracing.TraceParent(ctx)}
 	if err := e.cfg.Store.CreateExportJob(ctx, job); err != nil {
 		return ExportJob{}, e.record(ctx, c.TenantID, action, err, requestMeta(job.ID, req))
 	}
@@ -504,10 +514,14 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 		trace = NewTraceID()
 	}
 	ctx = WithTraceID(ctx, trace)
+	var span oteltrace.Span
+	ctx, span = e.startJobSpan(ctx, job)
+	defer span.End()
 	meta := requestMeta(job.ID, job.Request)
 	meta["attempt"] = job.Attempts
 	if job.Attempts > MaxExportAttempts {
 		reason := fmt.Sprintf("the export failed %d times", MaxExportAttempts)
+		span.SetStatus(codes.Error, reason)
 		return e.fail(ctx, job, reason, meta)
 	}
 	workCtx, cancel := context.WithCancel(ctx)
@@ -516,24 +530,32 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 	defer wg.Wait()
 	wg.Go(func() { e.keepLease(workCtx, cancel, job) })
 
-	e.log.Info("audit: export started", "job", job.ID, "tenant", job.TenantID, "attempt", job.Attempts, "trace", trace)
+	e.log.InfoContext(ctx, "audit: export started", "job", job.ID, "tenant", job.TenantID, "attempt", job.Attempts, "trace", trace)
 	started := time.Now() // wall time for the log, not a business time
 	e.running.Add(1)
 	res, err := e.writeArchive(workCtx, job)
 	e.running.Add(-1)
 	cancel()
 	wg.Wait()
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, "the archive was not written")
+	} else if span.IsRecording() {
+		span.SetAttributes(attribute.Int64("latchkey.export.records", int64(res.Summary.Count)), attribute.Int64("latchkey.export.bytes", res.ArchiveSize))
+	}
 	if err == nil {
-		e.log.Info("audit: export written", "job", job.ID, "records", res.Summary.Count,
+		e.log.InfoContext(ctx, "audit: export written", "job", job.ID, "records", res.Summary.Count,
 			"bytes", res.ArchiveSize, "took", time.Since(started).Round(time.Millisecond))
 	}
 	if err != nil {
-		e.log.Error("audit: export failed", "job", job.ID, "attempt", job.Attempts, "err", err)
+		e.log.ErrorContext(ctx, "audit: export failed", "job", job.ID, "attempt", job.Attempts, "err", err)
 		if ctx.Err() != nil {
 			return false // shutting down: another pass or process takes it over
 		}
 		if job.Attempts >= MaxExportAttempts {
-			return e.fail(ctx, job, fmt.Sprintf("the export failed %d times", MaxExportAttempts), meta)
+			reason := fmt.Sprintf("the export failed %d times", MaxExportAttempts)
+			span.SetStatus(codes.Error, reason)
+			return e.fail(ctx, job, reason, meta)
 		}
 		return false
 	}
@@ -542,25 +564,46 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 		// Lost the lease (Conflict): another worker owns the job now.
 		os.Remove(filepath.Join(e.cfg.ArchiveDir, res.Archive))
 		os.Remove(filepath.Join(e.cfg.ArchiveDir, IntegrityName(res.Archive)))
-		e.log.Warn("audit: export not completed", "job", job.ID, "err", err)
+		e.log.WarnContext(ctx, "audit: export not completed", "job", job.ID, "err", err)
 		return false
 	}
 	e.succeeded.Add(1)
 	meta["count"], meta["size"] = res.Summary.Count, res.ArchiveSize
 	if err := e.record(ctx, job.TenantID, "export.complete", nil, meta); err != nil {
-		e.log.Error("audit: cannot record export completion", "job", job.ID, "err", err)
+		e.log.ErrorContext(ctx, "audit: cannot record export completion", "job", job.ID, "err", err)
 	}
 	return true
 }
 
+// startJobSpan starts the span of one run of job (a no-op span without a
+// Tracer): the root of a trace of its own, since no request waits for it,
+// linked to the span of the request that created the job.
+func (e *Exporter) startJobSpan(ctx context.Context, job ExportJob) (context.Context, oteltrace.Span) {
+	if e.cfg.Tracer == nil {
+		return tracing.Root(ctx, nil, "audit.export")
+	}
+	opts := []oteltrace.SpanStartOption{oteltrace.WithAttributes(
+		attribute.String("latchkey.tenant.id", job.TenantID),
+		attribute.String("latchkey.export.job_id", job.ID),
+		attribute.Int("latchkey.export.attempt", job.Attempts),
+		// The trace id of the job's audit records, which are the
+		// creating request's even when that request was not traced.
+		attribute.String("latchkey.audit.trace_id", TraceID(ctx)),
+	)}
+	if sc, ok := tracing.ParseTraceParent(job.TraceParent); ok {
+		opts = append(opts, oteltrace.WithLinks(oteltrace.Link{SpanContext: sc}))
+	}
+	return tracing.Root(ctx, e.cfg.Tracer, "audit.export", opts...)
+}
+
 func (e *Exporter) fail(ctx context.Context, job ExportJob, reason string, meta map[string]any) bool {
 	if err := e.cfg.Store.FailExportJob(ctx, job.TenantID, job.ID, e.cfg.Owner, e.now(), reason); err != nil {
-		e.log.Warn("audit: export not failed", "job", job.ID, "err", err)
+		e.log.WarnContext(ctx, "audit: export not failed", "job", job.ID, "err", err)
 		return false
 	}
 	e.failed.Add(1)
 	if err := e.record(ctx, job.TenantID, "export.fail", fault.E(fault.Unavailable, fault.Msg(reason)), meta); err != nil {
-		e.log.Error("audit: cannot record export failure", "job", job.ID, "err", err)
+		e.log.ErrorContext(ctx, "audit: cannot record export failure", "job", job.ID, "err", err)
 	}
 	return true
 }

@@ -10,9 +10,14 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/internal/ids"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // Recorder is the Sink every area writes to. It group-commits: concurrent
@@ -60,6 +65,11 @@ func (r *Recorder) ObserveBatches(f func(n int)) { r.observer.Store(&f) }
 type pending struct {
 	rec  Record
 	done chan error
+	// span is the context of the caller's span and tracer its tracer,
+	// when that span is recording: the commit's span links to the spans
+	// of the records it holds.
+	span   trace.SpanContext
+	tracer trace.Tracer
 }
 
 // MaxBatch bounds how many records one transaction holds.
@@ -108,12 +118,20 @@ var _ Builder = (*Recorder)(nil)
 // id when ctx has none, time from the
 // clock, resource id from the tenant's service instance) and waits until it
 // is stored.
+//
+// When ctx's span is recording, the group commit that stores the record
+// is a span of its own (audit.commit) that links to ctx's span, since one
+// commit serves many requests; the wait itself is not a span (it would
+// cost each request as much as the commit's span costs the batch).
 func (r *Recorder) Record(ctx context.Context, e Entry) error {
 	rec, err := r.Build(ctx, e)
 	if err != nil {
 		return err
 	}
 	p := &pending{rec: *rec, done: make(chan error, 1)}
+	if t := tracing.Tracer(ctx); t != nil {
+		p.span, p.tracer = trace.SpanContextFromContext(ctx), t
+	}
 	r.closeMu.RLock()
 	if r.closed {
 		r.closeMu.RUnlock()
@@ -259,9 +277,14 @@ func (r *Recorder) flush(batch []*pending, recs []*Record) {
 	for _, p := range batch {
 		recs = append(recs, &p.rec)
 	}
-	err := r.store.AppendAuditRecords(context.Background(), recs)
+	ctx, span := r.commitSpan(batch)
+	err := r.store.AppendAuditRecords(ctx, recs)
 	if err != nil {
-		r.log.Error("audit: append failed", "records", len(recs), "err", err)
+		span.SetStatus(codes.Error, "append failed")
+	}
+	span.End()
+	if err != nil {
+		r.log.ErrorContext(ctx, "audit: append failed", "records", len(recs), "err", err)
 	} else {
 		r.batches.Add(1)
 		r.records.Add(int64(len(recs)))
@@ -272,6 +295,29 @@ func (r *Recorder) flush(batch []*pending, recs []*Record) {
 	for _, p := range batch {
 		p.done <- err
 	}
+}
+
+// commitSpan starts the span of a group commit (audit.commit) when any of
+// its records was recorded under a recording span, linked to those
+// spans (at most the SDK's link limit, 128 by default); a no-op span
+// otherwise. It is the root of a trace of its own:
+// one commit serves many requests, none of which is its parent.
+func (r *Recorder) commitSpan(batch []*pending) (context.Context, trace.Span) {
+	var (
+		t     trace.Tracer
+		links []trace.Link
+	)
+	for _, p := range batch {
+		if p.tracer != nil {
+			t = p.tracer
+			links = append(links, trace.Link{SpanContext: p.span})
+		}
+	}
+	if t == nil {
+		return tracing.Root(context.Background(), nil, "audit.commit")
+	}
+	return tracing.Root(context.Background(), t, "audit.commit", trace.WithLinks(links...),
+		trace.WithAttributes(attribute.Int("latchkey.audit.records", len(batch))))
 }
 
 // Close stops the recorder after writing everything already queued.

@@ -33,6 +33,10 @@ type ExportJob struct {
 	// worker runs the job under it, so the job's own records (export.complete,
 	// export.fail) are found by the trace id the client was given.
 	TraceID string
+	// TraceParent is the W3C traceparent of the span of the request that
+	// started the job ("" when that request was not traced): the worker's
+	// span links to it, in whichever process runs the job.
+	TraceParent string
 
 	// Archive is where the worker stored the ZIP, opaque to this package (a
 	// file name, an object key). The client-facing location is not stored: it

@@ -27,21 +27,25 @@ type env struct {
 	admin  identity.Principal
 }
 
-func newEnv(b *testing.B, params identity.PasswordParams) *env {
+func newEnv(b *testing.B, params identity.PasswordParams, opts ...func(*latchkey.Config)) *env {
 	b.Helper()
 	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	return newEnvOn(b, st, params)
+	return newEnvOn(b, st, params, opts...)
 }
 
 // newEnvOn is newEnv on a store the caller opened (and closes).
-func newEnvOn(b *testing.B, st latchkey.Store, params identity.PasswordParams) *env {
+func newEnvOn(b *testing.B, st latchkey.Store, params identity.PasswordParams, opts ...func(*latchkey.Config)) *env {
 	b.Helper()
 	ctx := context.Background()
-	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: seal.NewKey(), PasswordParams: params, AllowWeakPasswordHashing: true})
+	cfg := latchkey.Config{Store: st, MasterKey: seal.NewKey(), PasswordParams: params, AllowWeakPasswordHashing: true}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p, err := latchkey.New(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/identity"
@@ -56,11 +57,11 @@ func openPostgresSchema(b *testing.B) (st *postgres.Store, dsn, schema string) {
 // envMaker makes an env on one store: newEnv (SQLite) or newEnvPostgres.
 // The benchmarks with a SQLite and a PostgreSQL variant take one, so one
 // body serves both stores.
-type envMaker func(b *testing.B, params identity.PasswordParams) *env
+type envMaker func(b *testing.B, params identity.PasswordParams, opts ...func(*latchkey.Config)) *env
 
 // newEnvPostgres is newEnv on a fresh PostgreSQL schema (openPostgres).
-func newEnvPostgres(b *testing.B, params identity.PasswordParams) *env {
-	return newEnvOn(b, openPostgres(b), params)
+func newEnvPostgres(b *testing.B, params identity.PasswordParams, opts ...func(*latchkey.Config)) *env {
+	return newEnvOn(b, openPostgres(b), params, opts...)
 }
 
 // seedEventsPostgres appends n events of one tenant (the rows eventBody

@@ -13,6 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
+	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/identity"
 )
 
@@ -42,12 +43,14 @@ func benchBareES256(b *testing.B) {
 	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {"c"}, "client_secret": {"s"}}
 	b.SetParallelism(32) // 64 concurrent clients on 2 cores, as the target's wrk -c64
 	b.ResetTimer()
+	cpu := startCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			resp, err := postForm(c, srv.URL, form)
 			drain(b, resp, err)
 		}
 	})
+	cpu.report(b)
 }
 
 // benchTokenEndpoint drives POST /oauth/v1/token (client_credentials) of e
@@ -60,25 +63,38 @@ func benchTokenEndpoint(b *testing.B, e *env) {
 	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {c.ID}, "client_secret": {secret}}
 	b.SetParallelism(32)
 	b.ResetTimer()
+	cpu := startCPU()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			resp, err := postForm(e.client, e.srv.URL+"/oauth/v1/token", form)
 			drain(b, resp, err)
 		}
 	})
+	cpu.report(b)
 }
 
 // P2: an authenticated small GET (bearer platform JWT) against the same
 // store read and JSON answer without authentication.
-func BenchmarkP2AuthenticatedGet(b *testing.B) { benchAuthenticatedGet(b, newEnv) }
+func BenchmarkP2AuthenticatedGet(b *testing.B) {
+	benchAuthenticatedGet(b, newEnv, "latchkey", nil, nil)
+}
 
 // BenchmarkP2AuthenticatedGetPostgres is P2 with the platform on
 // PostgreSQL (a fresh schema of $PLATFORM_POSTGRES_DSN); the baseline
 // reads the tenant from the same store.
-func BenchmarkP2AuthenticatedGetPostgres(b *testing.B) { benchAuthenticatedGet(b, newEnvPostgres) }
+func BenchmarkP2AuthenticatedGetPostgres(b *testing.B) {
+	benchAuthenticatedGet(b, newEnvPostgres, "latchkey", nil, nil)
+}
 
-func benchAuthenticatedGet(b *testing.B, newE envMaker) {
-	e := newE(b, identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1})
+// benchAuthenticatedGet runs P2's baseline and, as name, its
+// authenticated GET on a platform of newE that cfg (when not nil)
+// configures; after, when not nil, runs at the end of the latter.
+func benchAuthenticatedGet(b *testing.B, newE envMaker, name string, cfg func(*latchkey.Config), after func(*testing.B)) {
+	var opts []func(*latchkey.Config)
+	if cfg != nil {
+		opts = append(opts, cfg)
+	}
+	e := newE(b, identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1}, opts...)
 	tok, err := e.p.Identity.Login(b.Context(), identity.LoginRequest{Name: identity.AdminName, Password: "bench-password-1"})
 	if err != nil {
 		b.Fatal(err)
@@ -97,17 +113,20 @@ func benchAuthenticatedGet(b *testing.B, newE envMaker) {
 		defer srv.Close()
 		b.SetParallelism(32)
 		b.ResetTimer()
+		cpu := startCPU()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				resp, err := e.client.Get(srv.URL)
 				drain(b, resp, err)
 			}
 		})
+		cpu.report(b)
 	})
-	b.Run("latchkey", func(b *testing.B) {
+	b.Run(name, func(b *testing.B) {
 		u := e.srv.URL + "/api/v1/admin/tenants/" + e.root.ID
 		b.SetParallelism(32)
 		b.ResetTimer()
+		cpu := startCPU()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
 				req, _ := http.NewRequest("GET", u, nil)
@@ -116,5 +135,9 @@ func benchAuthenticatedGet(b *testing.B, newE envMaker) {
 				drain(b, resp, err)
 			}
 		})
+		cpu.report(b)
+		if after != nil {
+			after(b)
+		}
 	})
 }

@@ -7,8 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // MaxIngestBatch bounds how many events one store transaction of the
@@ -59,6 +64,11 @@ type appendReq struct {
 	evs  []*Event
 	rec  *audit.Record // nil, or the post's audit record (audited stores only)
 	done chan error
+	// span is the context of the caller's span and tracer its tracer,
+	// when that span is recording: the commit's span links to the spans
+	// of the appends it holds.
+	span   trace.SpanContext
+	tracer trace.Tracer
 }
 
 func newIngester(store Store, log *slog.Logger, committed func([]*Event)) *ingester {
@@ -87,8 +97,15 @@ type IngestStats struct {
 // and waits until they are stored or the append failed. Once queued it
 // waits even if ctx ends: the caller must not report a post as failed when
 // its events may be stored, nor the reverse.
+//
+// Under a recording span the group commit that stores the events is a
+// span of its own (events.commit) linked to the caller's span, as
+// audit.Recorder does for records.
 func (in *ingester) append(ctx context.Context, evs []*Event, rec *audit.Record) error {
 	r := &appendReq{evs: evs, rec: rec, done: make(chan error, 1)}
+	if t := tracing.Tracer(ctx); t != nil {
+		r.span, r.tracer = trace.SpanContextFromContext(ctx), t
+	}
 	in.closeMu.RLock()
 	if in.closed {
 		in.closeMu.RUnlock()
@@ -163,12 +180,17 @@ func (in *ingester) flush(batch []*appendReq) {
 			recs = append(recs, r.rec)
 		}
 	}
+	ctx, span := commitSpan(batch, len(evs))
 	var err error
 	if in.audited != nil {
-		err = in.audited.AppendEventsAudited(context.Background(), evs, recs)
+		err = in.audited.AppendEventsAudited(ctx, evs, recs)
 	} else {
-		err = in.store.AppendEvents(context.Background(), evs)
+		err = in.store.AppendEvents(ctx, evs)
 	}
+	if err != nil {
+		span.SetStatus(codes.Error, "append failed")
+	}
+	span.End()
 	if err != nil && len(batch) > 1 {
 		for _, r := range batch {
 			in.flush([]*appendReq{r})
@@ -188,6 +210,28 @@ func (in *ingester) flush(batch []*appendReq) {
 	for _, r := range batch {
 		r.done <- err
 	}
+}
+
+// commitSpan starts the span of a group commit of n events
+// (events.commit) when any request of batch was made under a recording
+// span, linked to those requests' spans; a no-op span otherwise. It
+// begins a trace of its own: one commit serves many requests.
+func commitSpan(batch []*appendReq, n int) (context.Context, trace.Span) {
+	var (
+		t     trace.Tracer
+		links []trace.Link
+	)
+	for _, r := range batch {
+		if r.tracer != nil {
+			t = r.tracer
+			links = append(links, trace.Link{SpanContext: r.span})
+		}
+	}
+	if t == nil {
+		return tracing.Root(context.Background(), nil, "events.commit")
+	}
+	return tracing.Root(context.Background(), t, "events.commit", trace.WithLinks(links...),
+		trace.WithAttributes(attribute.Int("latchkey.events.count", n), attribute.Int("latchkey.events.requests", len(batch))))
 }
 
 func (in *ingester) stats() IngestStats {

@@ -14,6 +14,7 @@ import (
 	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // Limits of the service. They are part of the API (docs/events.md).
@@ -187,6 +188,7 @@ func (s *Service) PostExternal(ctx context.Context, by identity.Principal, body 
 	}
 	slices.Sort(names)
 	out := make(map[string]PostResult, len(named))
+	origin := tracing.TraceParent(ctx)
 	accepted := make([]*Event, 0, len(named))
 	acceptedNames := make([]string, 0, len(named))
 	for _, name := range names {
@@ -195,7 +197,7 @@ func (s *Service) PostExternal(ctx context.Context, by identity.Principal, body 
 			out[name] = PostResult{Status: StatusRejected, Errors: errs}
 			continue
 		}
-		ev.TenantID = by.TenantID
+		ev.TenantID, ev.TraceParent = by.TenantID, origin
 		accepted = append(accepted, &ev)
 		acceptedNames = append(acceptedNames, name)
 	}
@@ -334,7 +336,7 @@ func (s *Service) EmitNative(ctx context.Context, tenantID string, raw json.RawM
 		return Event{}, s.record(ctx, tenantID, ActionEmit, FieldErrors(errs).Err(), meta)
 	}
 	meta["event_type_id"] = ev.TypeID
-	ev.TenantID = tenantID
+	ev.TenantID, ev.TraceParent = tenantID, tracing.TraceParent(ctx)
 	if err := s.in.append(ctx, []*Event{&ev}, nil); err != nil {
 		return Event{}, s.record(ctx, tenantID, ActionEmit, err, meta)
 	}

@@ -60,6 +60,11 @@ type Event struct {
 	Time       time.Time       // the event's timestamp, else ReceivedAt; UTC, microsecond precision
 	ReceivedAt time.Time       // when the service accepted it; UTC, microsecond precision
 	Body       json.RawMessage // normalised JSON object, see above
+	// TraceParent is the W3C traceparent of the span of the request that
+	// appended the event ("" when it was not traced). It is stored with
+	// the event, never shown to API callers, so that a delivery made
+	// later, by any process, can link its span to that request's.
+	TraceParent string
 }
 
 // FieldError is one reason an event was rejected.

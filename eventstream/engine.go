@@ -10,15 +10,22 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/internal/ids"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // Defaults of the delivery engine.
@@ -81,6 +88,11 @@ type EngineConfig struct {
 	Batch int
 	// Rand returns a number in [0, 1) for jitter; default math/rand/v2.
 	Rand func() float64
+	// Tracer, when set, makes a span of each delivery attempt
+	// (eventstream.deliver): the root of a trace of its own, linked to
+	// the span of the request that appended the event, whose traceparent
+	// the attempt's request carries to the receiver. Nil makes none.
+	Tracer trace.Tracer
 }
 
 // Engine delivers the subscriptions of every tenant. Run it once per
@@ -275,7 +287,7 @@ func (e *Engine) work(ctx context.Context, k subKey) {
 			return
 		}
 		if err != nil {
-			e.log.Warn("eventstream: delivery round failed", "tenant", k.tenantID, "subscription", k.id, "err", err)
+			e.log.WarnContext(ctx, "eventstream: delivery round failed", "tenant", k.tenantID, "subscription", k.id, "err", err)
 		}
 		if busy && err == nil {
 			continue
@@ -325,7 +337,7 @@ func (e *Engine) round(ctx context.Context, sub Subscription, lim *bucket) (bool
 		return true, err
 	}
 	for _, dl := range letters {
-		n, err := e.deliver(ctx, sub, secret, dl.ID, dl.Body, lim, &u.Status)
+		n, err := e.deliver(ctx, sub, secret, dl.ID, dl.Body, "", lim, &u.Status)
 		if errors.Is(err, errStopped) {
 			return stopped(err)
 		}
@@ -343,7 +355,7 @@ func (e *Engine) round(ctx context.Context, sub Subscription, lim *bucket) (bool
 		if err != nil {
 			return stopped(err)
 		}
-		n, err := e.deliver(ctx, sub, secret, id, body, lim, &u.Status)
+		n, err := e.deliver(ctx, sub, secret, id, body, ev.TraceParent, lim, &u.Status)
 		if errors.Is(err, errStopped) {
 			return stopped(err)
 		}
@@ -379,7 +391,7 @@ func (e *Engine) round(ctx context.Context, sub Subscription, lim *bucket) (bool
 func (e *Engine) audit(ctx context.Context, sub Subscription, action string, meta map[string]any) {
 	err := e.svc.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Entry{TenantID: sub.TenantID, Source: audit.SourceEventStream, Action: action, ActorID: "eventstream", Meta: meta})
 	if err != nil {
-		e.log.Error("eventstream: audit record failed", "action", action, "err", err)
+		e.log.ErrorContext(ctx, "eventstream: audit record failed", "action", action, "err", err)
 	}
 }
 
@@ -437,14 +449,18 @@ func (e *Engine) cloudEvent(sub Subscription, ev events.Event) ([]byte, error) {
 
 // deliver POSTs one message with retries. It returns the attempts made and
 // nil on a 2xx, the last failure after the last retry, or errStopped when
-// ctx ended first. st is updated with each outcome.
-func (e *Engine) deliver(ctx context.Context, sub Subscription, secret []byte, id string, body []byte, lim *bucket, st *Status) (int, error) {
+// ctx ended first. st is updated with each outcome. origin is the
+// traceparent of the request that appended the event ("" for none, and
+// for dead letters, which do not keep it).
+func (e *Engine) deliver(ctx context.Context, sub Subscription, secret []byte, id string, body []byte, origin string, lim *bucket, st *Status) (int, error) {
 	for attempt := 0; ; attempt++ {
 		if !lim.wait(e.clock, ctx.Done()) {
 			return attempt, errStopped
 		}
 		start := e.clock.Now()
-		retryAfter, err := e.post(ctx, sub, secret, id, body)
+		actx, span := e.attemptSpan(ctx, sub, id, origin, attempt)
+		retryAfter, code, err := e.post(actx, sub, secret, id, body)
+		endAttempt(span, code, err)
 		if ctx.Err() != nil {
 			return attempt, errStopped
 		}
@@ -490,13 +506,57 @@ func (e *Engine) backoff(n int, retryAfter time.Duration) time.Duration {
 	return d
 }
 
-// post makes one attempt. It returns the Retry-After of a failed answer.
-func (e *Engine) post(ctx context.Context, sub Subscription, secret []byte, id string, body []byte) (time.Duration, error) {
+// attemptSpan starts the span of one delivery attempt when the engine has
+// a Tracer (a no-op span otherwise): a client span that begins a trace of
+// its own, since the request that appended the event is long answered,
+// linked to that request's span when origin names it.
+func (e *Engine) attemptSpan(ctx context.Context, sub Subscription, id, origin string, attempt int) (context.Context, trace.Span) {
+	if e.cfg.Tracer == nil {
+		return tracing.Root(ctx, nil, "eventstream.deliver")
+	}
+	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
+		attribute.String("latchkey.tenant.id", sub.TenantID),
+		attribute.String("latchkey.subscription.id", sub.ID),
+		attribute.String("latchkey.subscription.kind", sub.Kind),
+		attribute.String("latchkey.webhook.id", id),
+		attribute.Int("latchkey.delivery.attempt", attempt),
+		semconv.HTTPRequestMethodPost,
+	)}
+	if u, err := url.Parse(sub.Endpoint); err == nil {
+		opts = append(opts, trace.WithAttributes(semconv.ServerAddress(u.Hostname())))
+	}
+	if sc, ok := tracing.ParseTraceParent(origin); ok {
+		opts = append(opts, trace.WithLinks(trace.Link{SpanContext: sc}))
+	}
+	return tracing.Root(ctx, e.cfg.Tracer, "eventstream.deliver", opts...)
+}
+
+// endAttempt ends an attempt's span with its answer's status code (0 when
+// there was none) and outcome.
+func endAttempt(span trace.Span, code int, err error) {
+	if span.IsRecording() {
+		if code != 0 {
+			span.SetAttributes(semconv.HTTPResponseStatusCode(code))
+		}
+		if err != nil {
+			span.SetStatus(codes.Error, truncate(err.Error(), maxErrorLength))
+		}
+	}
+	span.End()
+}
+
+// post makes one attempt. It returns the Retry-After of a failed answer
+// and the answer's status code (0 when there was no answer). Under a
+// recording span the request carries that span's traceparent.
+func (e *Engine) post(ctx context.Context, sub Subscription, secret []byte, id string, body []byte) (time.Duration, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, e.cfg.AttemptTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.Endpoint, bytes.NewReader(body))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
+	}
+	if e.cfg.Tracer != nil {
+		tracing.Inject(ctx, req.Header)
 	}
 	req.Header.Set("Content-Type", "application/cloudevents+json; charset=utf-8")
 	req.Header.Set("User-Agent", "latchkey-eventstream/1")
@@ -509,7 +569,7 @@ func (e *Engine) post(ctx context.Context, sub Subscription, secret []byte, id s
 	case AuthHMAC:
 		key, err := HMACKey(string(secret))
 		if err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		ts := strconv.FormatInt(e.clock.Now().Unix(), 10)
 		req.Header.Set(HeaderWebhookTimestamp, ts)
@@ -517,14 +577,14 @@ func (e *Engine) post(ctx context.Context, sub Subscription, secret []byte, id s
 	}
 	resp, err := e.cfg.Client.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("POST %s: %w", sub.Endpoint, err)
+		return 0, 0, fmt.Errorf("POST %s: %w", sub.Endpoint, err)
 	}
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return 0, nil
+		return 0, resp.StatusCode, nil
 	}
-	return parseRetryAfter(resp.Header.Get("Retry-After"), e.clock.Now()), fmt.Errorf("the endpoint answered %d", resp.StatusCode)
+	return parseRetryAfter(resp.Header.Get("Retry-After"), e.clock.Now()), resp.StatusCode, fmt.Errorf("the endpoint answered %d", resp.StatusCode)
 }
 
 // parseRetryAfter reads delay-seconds or an HTTP date.

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"strings"
@@ -21,7 +22,7 @@ func init() {
 // the client login issues it (a principal that is not a user).
 func clientJWT(t *testing.T, c *contract, tenantID, tenantCode string) string {
 	t.Helper()
-	tok, _, err := c.p.Identity.Keys().Sign(identity.Claims{TenantID: tenantID, TenantCode: tenantCode, ClientID: "robot",
+	tok, _, err := c.p.Identity.Keys().Sign(context.Background(), identity.Claims{TenantID: tenantID, TenantCode: tenantCode, ClientID: "robot",
 		Roles: []string{identity.RoleApplicationOwner}, RegisteredClaims: jwt.RegisteredClaims{Subject: "robot"}}, time.Minute)
 	if err != nil {
 		t.Fatal(err)

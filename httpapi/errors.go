@@ -73,10 +73,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 	if status == 0 {
 		status = http.StatusInternalServerError
 	}
-	traceID := audit.TraceID(r.Context())
 	if status >= 500 {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("method", r.Method),
-			slog.String("path", r.URL.Path), slog.String("trace", traceID), slog.Any("err", err))
+			slog.String("path", r.URL.Path), slog.Any("err", err))
 	}
 	msg := messageOf(err, status)
 	oauthCode := "invalid_request"

@@ -15,10 +15,15 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
 	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // Options configure the HTTP layer. Each area's base URL is a path prefix
@@ -77,6 +82,7 @@ type Server struct {
 	p      *latchkey.Platform
 	opts   Options
 	log    *slog.Logger
+	tracer trace.Tracer // nil when tracing is off
 	mux    *http.ServeMux
 	routes []Route
 	styles map[string]style // error style by registered path pattern
@@ -95,8 +101,10 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	opts.MTLSURL = strings.TrimSuffix(opts.MTLSURL, "/")
 	if opts.Logger == nil {
 		opts.Logger = p.Logger()
+	} else {
+		opts.Logger = slog.New(tracing.LogHandler(opts.Logger.Handler(), audit.TraceID))
 	}
-	s := &Server{p: p, opts: opts, log: opts.Logger, mux: http.NewServeMux(), styles: map[string]style{}}
+	s := &Server{p: p, opts: opts, log: opts.Logger, tracer: p.Tracer(), mux: http.NewServeMux(), styles: map[string]style{}}
 	s.registerPlatform()
 	s.registerClients()
 	s.registerVault()
@@ -164,12 +172,30 @@ func (s *Server) areaStyle(path string) style {
 // Routes returns every registered route.
 func (s *Server) Routes() []Route { return append([]Route(nil), s.routes...) }
 
-// ServeHTTP implements http.Handler: it assigns the trace id, recovers from
-// panics (a 500, never a dropped connection) and dispatches.
+// ServeHTTP implements http.Handler: it assigns the trace id, starts the
+// request's span when tracing is on, recovers from panics (a 500, never a
+// dropped connection) and dispatches.
+//
+// The trace id is the one of an incoming W3C traceparent, else a new
+// one; with tracing on it is the request span's, which continues that
+// traceparent's trace, so the audit records' traceID, the X-Trace-Id
+// header, error bodies' traceId and the exported spans agree.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	traceID := traceIDFrom(r.Header.Get("traceparent"))
+	ctx := r.Context()
+	var traceID string
+	if s.tracer != nil {
+		var span trace.Span
+		ctx, span = s.startSpan(ctx, r)
+		defer span.End()
+		if sc := span.SpanContext(); sc.IsValid() {
+			traceID = sc.TraceID().String()
+		}
+	}
+	if traceID == "" {
+		traceID = traceIDFrom(r.Header.Get("traceparent"))
+	}
 	w.Header().Set("X-Trace-Id", traceID)
-	ctx := audit.WithTraceID(r.Context(), traceID)
+	ctx = audit.WithTraceID(ctx, traceID)
 	r = r.WithContext(ctx)
 	r = s.blankEmptyAuthnSegments(r)
 	defer func() {
@@ -177,7 +203,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if v == http.ErrAbortHandler {
 				panic(v)
 			}
-			s.log.Error("panic serving request", "method", r.Method, "path", r.URL.Path, "trace", traceID, "panic", v, "stack", string(debug.Stack()))
+			s.log.ErrorContext(r.Context(), "panic serving request", "method", r.Method, "path", r.URL.Path, "panic", v, "stack", string(debug.Stack()))
 			s.writeError(w, r, stylePlatform, fault.E(fault.Internal, fmt.Errorf("panic: %v", v)))
 		}
 	}()
@@ -191,7 +217,53 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	s.mux.ServeHTTP(sw, r)
 	s.log.LogAttrs(ctx, slog.LevelDebug, "request", slog.String("method", r.Method), slog.String("path", r.URL.Path),
-		slog.Int("status", sw.status), slog.Duration("took", time.Since(start)), slog.String("trace", traceID))
+		slog.Int("status", sw.status), slog.Duration("took", time.Since(start)))
+}
+
+// startSpan starts the span of a request, continuing the trace of its
+// W3C traceparent header when it has a valid one, or, when the handler
+// is mounted behind an embedder's own instrumentation (otelhttp), the
+// span it put in the request's context. Its name is "HTTP" until the
+// route is known (instrumented renames it): a name from the route table
+// or the method list, never from the request's path.
+func (s *Server) startSpan(ctx context.Context, r *http.Request) (context.Context, trace.Span) {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		ctx = tracing.Extract(ctx, r.Header)
+	}
+	scheme := semconv.URLScheme("http")
+	if r.TLS != nil {
+		scheme = semconv.URLScheme("https")
+	}
+	ctx, span := s.tracer.Start(ctx, "HTTP", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(methodAttr(r.Method), scheme))
+	return tracing.WithTracer(ctx, s.tracer), span
+}
+
+// methodAttr is the http.request.method of a request: its method when
+// it is one of HTTP's, else "_OTHER" (OpenTelemetry's HTTP conventions),
+// so a caller cannot grow the set of attribute values.
+func methodAttr(method string) attribute.KeyValue {
+	if knownMethod(method) {
+		return semconv.HTTPRequestMethodKey.String(method)
+	}
+	return semconv.HTTPRequestMethodOther
+}
+
+func knownMethod(m string) bool {
+	switch m {
+	case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE":
+		return true
+	}
+	return false
+}
+
+// spanMethod is the method a span name holds: method itself when known,
+// else "HTTP" (no route and an unknown method).
+func spanMethod(method string) string {
+	if knownMethod(method) {
+		return method
+	}
+	return "HTTP"
 }
 
 // statusWriter remembers the status a handler wrote.

@@ -148,7 +148,7 @@ func (s *Service) Grant(ctx context.Context, req TokenRequest) (TokenGrant, erro
 	granted := strings.Join(scopes, " ")
 	rc := registered(c.ID)
 	rc.Audience = aud
-	token, _, err := s.cfg.Keys.Sign(Claims{Kind: AccessToken, TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Scope: granted, Roles: roles,
+	token, _, err := s.cfg.Keys.Sign(ctx, Claims{Kind: AccessToken, TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Scope: granted, Roles: roles,
 		Confirmation: cnf, RegisteredClaims: rc}, s.cfg.AccessTokenTTL)
 	if err != nil {
 		return TokenGrant{}, err

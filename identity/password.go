@@ -9,9 +9,11 @@ import (
 	"runtime"
 	"strings"
 
+	"go.opentelemetry.io/otel/codes"
 	"golang.org/x/crypto/argon2"
 
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // PasswordParams are argon2id cost parameters.
@@ -72,12 +74,19 @@ func (h *Hasher) acquire(ctx context.Context) error {
 
 func (h *Hasher) release() { <-h.sem }
 
-// Hash returns the PHC string of password.
+// Hash returns the PHC string of password. Under a recording span the
+// wait for a hashing slot and the hash are a span (identity.hash_password)
+// with an event when the slot is taken, so a slow login shows whether it
+// queued or hashed.
 func (h *Hasher) Hash(ctx context.Context, password string) (string, error) {
+	ctx, span := tracing.Start(ctx, "identity.hash_password")
+	defer span.End()
 	if err := h.acquire(ctx); err != nil {
+		span.SetStatus(codes.Error, "no hashing slot")
 		return "", err
 	}
 	defer h.release()
+	span.AddEvent("slot acquired")
 	return h.hash(password), nil
 }
 
@@ -93,11 +102,17 @@ func (h *Hasher) hash(password string) string {
 // Verify reports whether password matches the PHC string encoded. An empty
 // encoded value (unknown user) is checked against a dummy hash so that the
 // answer takes as long as for a real user.
+//
+// Under a recording span it is a span (identity.verify_password), as Hash.
 func (h *Hasher) Verify(ctx context.Context, encoded, password string) (bool, error) {
+	ctx, span := tracing.Start(ctx, "identity.verify_password")
+	defer span.End()
 	if err := h.acquire(ctx); err != nil {
+		span.SetStatus(codes.Error, "no hashing slot")
 		return false, err
 	}
 	defer h.release()
+	span.AddEvent("slot acquired")
 	if encoded == "" {
 		verifyPHC(h.dummy, password)
 		return false, nil

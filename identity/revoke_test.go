@@ -37,7 +37,7 @@ func TestRevokeSubject(t *testing.T) {
 	p1, p2 := service(), service()
 	const tenant, sub = "tenant-1", "client-1"
 	sign := func(subject string) string {
-		tok, _, err := p1.Keys().Sign(identity.Claims{TenantID: tenant, ClientID: subject,
+		tok, _, err := p1.Keys().Sign(t.Context(), identity.Claims{TenantID: tenant, ClientID: subject,
 			RegisteredClaims: jwt.RegisteredClaims{Subject: subject}}, 5*time.Minute)
 		if err != nil {
 			t.Fatal(err)

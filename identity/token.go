@@ -19,6 +19,7 @@ import (
 
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/seal"
 )
 
@@ -170,7 +171,10 @@ func newSigningKey(s *seal.Sealer, now time.Time) (SigningKey, error) {
 func (ks *KeySet) Issuer() string { return ks.issuer }
 
 // Sign issues a token with the given claims, filling iss, iat, exp and jti.
-func (ks *KeySet) Sign(c Claims, ttl time.Duration) (string, time.Time, error) {
+// Under a recording span the signature is a span (identity.sign_token).
+func (ks *KeySet) Sign(ctx context.Context, c Claims, ttl time.Duration) (string, time.Time, error) {
+	_, span := tracing.Start(ctx, "identity.sign_token")
+	defer span.End()
 	now := ks.clock.Now().Truncate(time.Second)
 	exp := now.Add(ttl)
 	c.Issuer = ks.issuer

@@ -12,12 +12,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/internal/ids"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // Limits of the service. They are part of the API (docs/notifications.md).
@@ -461,7 +464,21 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 // on the clock (fault.Unavailable when ctx ends first). It reads the
 // subscription without consuming; the wake-up channel is taken before
 // each look, so an append between the look and the wait is not missed.
+//
+// Under a recording span the wait is a span (notify.wait) whose
+// latchkey.notify.outcome says how it ended (found, timeout, stopped,
+// cancelled, error) and whose events mark each wake-up.
 func (s *Service) await(ctx context.Context, by identity.Principal, id string, wait time.Duration) error {
+	ctx, span := tracing.Start(ctx, "notify.wait")
+	defer span.End()
+	outcome := func(o string) {
+		if span.IsRecording() {
+			span.SetAttributes(attribute.String("latchkey.notify.outcome", o))
+		}
+	}
+	if span.IsRecording() {
+		span.SetAttributes(attribute.Float64("latchkey.notify.wait_seconds", wait.Seconds()))
+	}
 	timer := s.cfg.Clock.NewTimer(wait)
 	defer timer.Stop()
 	s.waiting.Add(1)
@@ -480,17 +497,26 @@ func (s *Service) await(ctx context.Context, by identity.Principal, id string, w
 			return err
 		}
 		n, err := s.cfg.Store.CountNotifications(ctx, sub, notBefore, 1)
-		if err != nil || n > 0 {
+		if err != nil {
+			outcome("error")
 			return err
+		}
+		if n > 0 {
+			outcome("found")
+			return nil
 		}
 		select {
 		case <-woken:
+			span.AddEvent("woken")
 		case <-timer.C():
+			outcome("timeout")
 			return nil
 		case <-s.stop:
+			outcome("stopped")
 			return nil
 		case <-ctx.Done():
 			// The client is gone: consuming now would lose the page.
+			outcome("cancelled")
 			return fault.E(fault.Unavailable, "request cancelled", ctx.Err())
 		}
 	}

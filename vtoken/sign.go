@@ -11,8 +11,11 @@ import (
 	_ "crypto/sha256" // SHA-256 for signatures
 	_ "crypto/sha512" // SHA-384 and SHA-512 for signatures
 
+	"go.opentelemetry.io/otel/attribute"
+
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/internal/tracing"
 )
 
 // Signature algorithms of Sign (JOSE names).
@@ -39,6 +42,24 @@ type SignRequest struct {
 	Password PINInput
 }
 
+// signWith signs data with k by algorithm alg (a key of signAlgs); under
+// a recording span the signature is a span (vtoken.sign).
+func signWith(ctx context.Context, k *rsa.PrivateKey, alg string, data []byte) ([]byte, error) {
+	_, span := tracing.Start(ctx, "vtoken.sign")
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(attribute.String("latchkey.vtoken.algorithm", alg))
+	}
+	a := signAlgs[alg]
+	h := a.hash.New()
+	h.Write(data)
+	digest := h.Sum(nil)
+	if a.pss {
+		return rsa.SignPSS(rand.Reader, k, a.hash, digest, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
+	}
+	return rsa.SignPKCS1v15(rand.Reader, k, a.hash, digest)
+}
+
 // Sign signs req.Data with a key imported into the token, as a smart card
 // does once its User password is given: a wrong password counts towards
 // the role's lock exactly as in ChangePIN. Beyond the specification.
@@ -54,8 +75,7 @@ func (s *Service) Sign(ctx context.Context, p identity.Principal, r Ref, req Sig
 	if req.Password.Err != nil {
 		return fail(req.Password.Err)
 	}
-	alg, ok := signAlgs[req.Algorithm]
-	if !ok {
+	if _, ok := signAlgs[req.Algorithm]; !ok {
 		return fail(fault.E(fault.Invalid, fault.Field("algorithm"), "algorithm must be one of RS256, RS384, RS512, PS256, PS384, PS512"))
 	}
 	if len(req.Data) > MaxSignData {
@@ -103,15 +123,7 @@ func (s *Service) Sign(ctx context.Context, p identity.Principal, r Ref, req Sig
 	if !ok {
 		return fail(fault.E(fault.Internal, "token key is not RSA"))
 	}
-	h := alg.hash.New()
-	h.Write(req.Data)
-	digest := h.Sum(nil)
-	var sig []byte
-	if alg.pss {
-		sig, err = rsa.SignPSS(rand.Reader, rk, alg.hash, digest, &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
-	} else {
-		sig, err = rsa.SignPKCS1v15(rand.Reader, rk, alg.hash, digest)
-	}
+	sig, err := signWith(ctx, rk, req.Algorithm, req.Data)
 	if err != nil {
 		return fail(fault.E(fault.Internal, err))
 	}

@@ -616,7 +616,7 @@ func (s *Service) Login(ctx context.Context, clientID string, chain []*x509.Cert
 	// The JWT is bound to the certificate of this login (RFC 8705 §3):
 	// stolen, it is useless without the client's private key.
 	cnf := &identity.Confirmation{X5TS256: identity.CertificateThumbprint(chain[0].Raw)}
-	tok, _, err := s.cfg.Keys.Sign(identity.Claims{TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Roles: roles, Confirmation: cnf,
+	tok, _, err := s.cfg.Keys.Sign(ctx, identity.Claims{TenantID: t.ID, TenantCode: t.Code, ClientID: c.ID, Roles: roles, Confirmation: cnf,
 		RegisteredClaims: jwt.RegisteredClaims{Subject: c.ID}}, s.cfg.TokenTTL)
 	if err != nil {
 		return identity.TokenResponse{}, err

@@ -24,11 +24,11 @@ const lockEventHead = `INSERT INTO event_heads (tenant_id, seq) VALUES ($1, 0)
 	RETURNING seq`
 
 const (
-	insertEvent     = `INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
+	insertEvent     = `INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body, trace_parent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	insertEventUser = `INSERT INTO event_users (tenant_id, user_id, seq) VALUES ($1, $2, $3)`
 	advanceEvents   = `UPDATE event_heads SET seq = $2 WHERE tenant_id = $1`
 	eventHeadOf     = `SELECT seq FROM event_heads WHERE tenant_id = $1`
-	eventCols       = `e.seq, e.id, e.tenant_id, e.type_id, e.occurred_at, e.received_at, e.user_ids, e.body`
+	eventCols       = `e.seq, e.id, e.tenant_id, e.type_id, e.occurred_at, e.received_at, e.user_ids, e.body, e.trace_parent`
 )
 
 // AppendEvents implements events.Store: the heads of the call's tenants
@@ -108,7 +108,7 @@ func (a *eventAppend) write(b *Batch) {
 		if users == nil {
 			users = []string{}
 		}
-		b.Exec(nil, insertEvent, e.TenantID, seq, e.ID, e.TypeID, e.Time.UTC().Format(events.TimeLayout), e.ReceivedAt, users, string(e.Body))
+		b.Exec(nil, insertEvent, e.TenantID, seq, e.ID, e.TypeID, e.Time.UTC().Format(events.TimeLayout), e.ReceivedAt, users, string(e.Body), e.TraceParent)
 		for _, u := range e.UserIDs {
 			b.Exec(nil, insertEventUser, e.TenantID, u, seq)
 		}
@@ -214,7 +214,7 @@ func (s *Store) readEvents(ctx context.Context, q Querier, query string, args ..
 			occurred string
 			body     []byte
 		)
-		if err := row.Scan(&e.Seq, &e.ID, &e.TenantID, &e.TypeID, &occurred, &e.ReceivedAt, &e.UserIDs, &body); err != nil {
+		if err := row.Scan(&e.Seq, &e.ID, &e.TenantID, &e.TypeID, &occurred, &e.ReceivedAt, &e.UserIDs, &body, &e.TraceParent); err != nil {
 			return events.Event{}, err
 		}
 		t, err := time.Parse(events.TimeLayout, occurred)

@@ -21,7 +21,7 @@ var _ audit.ExportStore = (*Store)(nil)
 const ScanChunk = 1000
 
 const exportJobCols = `id, tenant_id, from_time, to_time, resource_id, source, actor_id, action, status,
-	state, started_at, ended_at, error, archive, archive_size, summary, archive_expires_at, attempts, lease_owner, lease_until, trace_id`
+	state, started_at, ended_at, error, archive, archive_size, summary, archive_expires_at, attempts, lease_owner, lease_until, trace_id, trace_parent`
 
 func (s *Store) scanExportJob(row Row) (audit.ExportJob, error) {
 	var (
@@ -31,7 +31,7 @@ func (s *Store) scanExportJob(row Row) (audit.ExportJob, error) {
 	)
 	q := &j.Request
 	err := row.Scan(&j.ID, &j.TenantID, &q.From, &q.To, &q.ResourceID, &q.Source, &q.ActorID, &q.Action, &q.Status,
-		&j.State, &j.StartedAt, &j.EndedAt, &j.Error, &j.Archive, &j.ArchiveSize, &summary, &expires, &j.Attempts, &j.LeaseOwner, &lease, &j.TraceID)
+		&j.State, &j.StartedAt, &j.EndedAt, &j.Error, &j.Archive, &j.ArchiveSize, &summary, &expires, &j.Attempts, &j.LeaseOwner, &lease, &j.TraceID, &j.TraceParent)
 	if err != nil {
 		return audit.ExportJob{}, s.notFound(err, "export job")
 	}
@@ -47,10 +47,10 @@ func (s *Store) CreateExportJob(ctx context.Context, j audit.ExportJob) error {
 	}
 	q := j.Request
 	return s.exec(ctx, `INSERT INTO export_jobs (`+exportJobCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
 		j.ID, j.TenantID, q.From, q.To, q.ResourceID, q.Source, q.ActorID, q.Action, q.Status,
 		j.State, j.StartedAt, j.EndedAt, j.Error, j.Archive, j.ArchiveSize, string(summary), optTime(j.ArchiveExpiresAt),
-		j.Attempts, j.LeaseOwner, optTime(j.LeaseUntil), j.TraceID)
+		j.Attempts, j.LeaseOwner, optTime(j.LeaseUntil), j.TraceID, j.TraceParent)
 }
 
 // GetExportJob implements audit.ExportStore.

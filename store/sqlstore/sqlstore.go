@@ -108,8 +108,12 @@ type Store struct {
 
 // New returns the store on c. want lists the migrations built into the
 // binary, for Ready.
+//
+// The store's transactions, batches and statements are spans of the
+// Store method that runs them when the caller's span is recording (see
+// package internal/tracing): instrumented once here, for every database.
 func New(c Conn, d Dialect, want []migrations.Migration) *Store {
-	return &Store{c: c, d: d, migrations: want}
+	return &Store{c: newTracedConn(c, d.Name), d: d, migrations: want}
 }
 
 // Close closes the database.

@@ -123,6 +123,36 @@ var eventTests = []test{
 			t.Errorf("empty append: %v", err)
 		}
 	}},
+	{"EventsKeepTraceParent", func(t *testing.T, ctx context.Context, s Store) {
+		// The traceparent of the appending request's span is stored with
+		// the event and read back by every read of the log, so that a
+		// delivery made later, in any process, links to that span; an
+		// event appended without one reads back without one.
+		a := identity.NewGUID()
+		traced, untraced := userEvent(t, a, 1, "10001", "u1", "gold"), userEvent(t, a, 2, "10001", "u1", "gold")
+		traced.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		if err := s.AppendEvents(ctx, []*events.Event{traced, untraced}); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{traced.TraceParent, ""}
+		after, err := s.ListEventsAfter(ctx, a, 0, nil, time.Time{}, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page, _, err := s.QueryEvents(ctx, a, events.Query{Limit: 10})
+		if err != nil || len(page) != 2 {
+			t.Fatalf("QueryEvents = %d events, %v; want 2", len(page), err)
+		}
+		for name, evs := range map[string][]events.Event{"ListEventsAfter": after, "QueryEvents": {page[1], page[0]}} {
+			var got []string
+			for _, e := range evs {
+				got = append(got, e.TraceParent)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: trace parents (-want +got):\n%s", name, diff)
+			}
+		}
+	}},
 	{"EventsTenantIsolation", func(t *testing.T, ctx context.Context, s Store) {
 		a, b := identity.NewGUID(), identity.NewGUID()
 		if err := s.AppendEvents(ctx, []*events.Event{userEvent(t, a, 1, "10001", "u1", "gold"), userEvent(t, a, 2, "10001", "u1", "gold")}); err != nil {

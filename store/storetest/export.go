@@ -51,6 +51,7 @@ var exportTests = []test{
 		j := NewExportJob(identity.NewGUID(), 0)
 		j.Request.ActorID, j.Request.Status = "alice", audit.StatusFailed
 		j.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+		j.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 		mustCreateJob(t, ctx, s, j)
 		if err := s.CreateExportJob(ctx, j); !fault.Is(fault.Conflict, err) {
 			t.Errorf("duplicate CreateExportJob = %v, want Conflict", err)

@@ -26,10 +26,12 @@ import (
 	"time"
 
 	"github.com/go-webauthn/webauthn/metadata"
+	"go.opentelemetry.io/otel/trace"
 
 	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/httpapi"
+	"github.com/latchkey/latchkey/otelenv"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/store/postgres"
 	"github.com/latchkey/latchkey/store/sqlite"
@@ -84,6 +86,12 @@ type Config struct {
 	// GuideIdle and GuideClosed are the interactive guide's session limits
 	// (see latchkey.Config); zero means 10 and 30 minutes.
 	GuideIdle, GuideClosed time.Duration
+
+	// TracerProvider, when set, is where the platform's spans go. Nil
+	// means the one the OTEL_* environment variables describe (package
+	// otelenv: off unless an OTLP endpoint or exporter is set), which Run
+	// shuts down, flushing its spans, when it returns.
+	TracerProvider trace.TracerProvider
 }
 
 // Run serves until ctx ends, then shuts down gracefully.
@@ -126,7 +134,27 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public,
+	tp := cfg.TracerProvider
+	if tp == nil {
+		envTP, err := otelenv.FromEnv(ctx, "")
+		if err != nil {
+			return err
+		}
+		if envTP != nil {
+			// Deferred before the platform's Close, so it runs after it:
+			// the spans of the shutdown are exported too.
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				defer cancel()
+				if err := envTP.Shutdown(sctx); err != nil {
+					log.Warn("tracing: spans not flushed at exit", "err", err)
+				}
+			}()
+			tp = envTP
+			log.Info("tracing on: exporting spans over OTLP (OTEL_* environment)")
+		}
+	}
+	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public, TracerProvider: tp,
 		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
 		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed,
 		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints})

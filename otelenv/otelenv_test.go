@@ -2,7 +2,13 @@ package otelenv_test
 
 import (
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/latchkey/latchkey/otelenv"
 )
@@ -50,4 +56,37 @@ func TestFromEnvOff(t *testing.T) {
 	if tp != nil || err != nil {
 		t.Errorf("FromEnv = %v, %v; want nil, nil", tp, err)
 	}
+}
+
+// BenchmarkExportedSpan is the cost of one span as the example server
+// makes it with tracing on: a server span with the request's four
+// attributes, sampled, batched and exported over OTLP/HTTP to a receiver
+// that discards it. It is the floor under the tracing cost of P1 and P2
+// (docs/performance.md, "Tracing").
+func BenchmarkExportedSpan(b *testing.B) {
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer rcv.Close()
+	b.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL)
+	b.Setenv("OTEL_TRACES_SAMPLER", "always_on")
+	tp, err := otelenv.FromEnv(context.Background(), "")
+	if err != nil || tp == nil {
+		b.Fatalf("FromEnv = %v, %v", tp, err)
+	}
+	defer tp.Shutdown(context.Background())
+	tr := tp.Tracer("bench")
+	route := "/api/v1/admin/tenants/{tenantId}"
+	name := "GET " + route
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		_, span := tr.Start(context.Background(), name, trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(semconv.HTTPRequestMethodGet, semconv.URLScheme("http")))
+		span.SetAttributes(semconv.HTTPRoute(route), semconv.HTTPResponseStatusCode(200))
+		span.End()
+	}
+	b.StopTimer()
+	tp.ForceFlush(context.Background())
 }

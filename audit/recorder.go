@@ -65,11 +65,9 @@ func (r *Recorder) ObserveBatches(f func(n int)) { r.observer.Store(&f) }
 type pending struct {
 	rec  Record
 	done chan error
-	// span is the context of the caller's span and tracer its tracer,
-	// when that span is recording: the commit's span links to the spans
+	// origin is the caller's span: the commit's span links to the spans
 	// of the records it holds.
-	span   trace.SpanContext
-	tracer trace.Tracer
+	origin tracing.Origin
 }
 
 // MaxBatch bounds how many records one transaction holds.
@@ -128,10 +126,7 @@ func (r *Recorder) Record(ctx context.Context, e Entry) error {
 	if err != nil {
 		return err
 	}
-	p := &pending{rec: *rec, done: make(chan error, 1)}
-	if t := tracing.Tracer(ctx); t != nil {
-		p.span, p.tracer = trace.SpanContextFromContext(ctx), t
-	}
+	p := &pending{rec: *rec, done: make(chan error, 1), origin: tracing.OriginOf(ctx)}
 	r.closeMu.RLock()
 	if r.closed {
 		r.closeMu.RUnlock()
@@ -297,27 +292,16 @@ func (r *Recorder) flush(batch []*pending, recs []*Record) {
 	}
 }
 
-// commitSpan starts the span of a group commit (audit.commit) when any of
-// its records was recorded under a recording span, linked to those
-// spans (at most the SDK's link limit, 128 by default); a no-op span
-// otherwise. It is the root of a trace of its own:
-// one commit serves many requests, none of which is its parent.
+// commitSpan starts the span of a group commit (audit.commit), linked
+// to the spans its records were recorded under (tracing.CommitRoot).
 func (r *Recorder) commitSpan(batch []*pending) (context.Context, trace.Span) {
-	var (
-		t     trace.Tracer
-		links []trace.Link
-	)
-	for _, p := range batch {
-		if p.tracer != nil {
-			t = p.tracer
-			links = append(links, trace.Link{SpanContext: p.span})
+	return tracing.CommitRoot("audit.commit", func(yield func(tracing.Origin) bool) {
+		for _, p := range batch {
+			if !yield(p.origin) {
+				return
+			}
 		}
-	}
-	if t == nil {
-		return tracing.Root(context.Background(), nil, "audit.commit")
-	}
-	return tracing.Root(context.Background(), t, "audit.commit", trace.WithLinks(links...),
-		trace.WithAttributes(attribute.Int("latchkey.audit.records", len(batch))))
+	}, trace.WithAttributes(attribute.Int("latchkey.audit.records", len(batch))))
 }
 
 // Close stops the recorder after writing everything already queued.

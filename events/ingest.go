@@ -64,11 +64,9 @@ type appendReq struct {
 	evs  []*Event
 	rec  *audit.Record // nil, or the post's audit record (audited stores only)
 	done chan error
-	// span is the context of the caller's span and tracer its tracer,
-	// when that span is recording: the commit's span links to the spans
+	// origin is the caller's span: the commit's span links to the spans
 	// of the appends it holds.
-	span   trace.SpanContext
-	tracer trace.Tracer
+	origin tracing.Origin
 }
 
 func newIngester(store Store, log *slog.Logger, committed func([]*Event)) *ingester {
@@ -102,10 +100,7 @@ type IngestStats struct {
 // span of its own (events.commit) linked to the caller's span, as
 // audit.Recorder does for records.
 func (in *ingester) append(ctx context.Context, evs []*Event, rec *audit.Record) error {
-	r := &appendReq{evs: evs, rec: rec, done: make(chan error, 1)}
-	if t := tracing.Tracer(ctx); t != nil {
-		r.span, r.tracer = trace.SpanContextFromContext(ctx), t
-	}
+	r := &appendReq{evs: evs, rec: rec, done: make(chan error, 1), origin: tracing.OriginOf(ctx)}
 	in.closeMu.RLock()
 	if in.closed {
 		in.closeMu.RUnlock()
@@ -213,25 +208,16 @@ func (in *ingester) flush(batch []*appendReq) {
 }
 
 // commitSpan starts the span of a group commit of n events
-// (events.commit) when any request of batch was made under a recording
-// span, linked to those requests' spans; a no-op span otherwise. It
-// begins a trace of its own: one commit serves many requests.
+// (events.commit), linked to the spans of its requests
+// (tracing.CommitRoot).
 func commitSpan(batch []*appendReq, n int) (context.Context, trace.Span) {
-	var (
-		t     trace.Tracer
-		links []trace.Link
-	)
-	for _, r := range batch {
-		if r.tracer != nil {
-			t = r.tracer
-			links = append(links, trace.Link{SpanContext: r.span})
+	return tracing.CommitRoot("events.commit", func(yield func(tracing.Origin) bool) {
+		for _, r := range batch {
+			if !yield(r.origin) {
+				return
+			}
 		}
-	}
-	if t == nil {
-		return tracing.Root(context.Background(), nil, "events.commit")
-	}
-	return tracing.Root(context.Background(), t, "events.commit", trace.WithLinks(links...),
-		trace.WithAttributes(attribute.Int("latchkey.events.count", n), attribute.Int("latchkey.events.requests", len(batch))))
+	}, trace.WithAttributes(attribute.Int("latchkey.events.count", n), attribute.Int("latchkey.events.requests", len(batch))))
 }
 
 func (in *ingester) stats() IngestStats {

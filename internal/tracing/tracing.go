@@ -77,6 +77,44 @@ func Root(ctx context.Context, t trace.Tracer, name string, opts ...trace.SpanSt
 	return t.Start(WithTracer(ctx, t), name, append(opts, trace.WithNewRoot())...)
 }
 
+// Origin is the span of a request whose work a later group commit does:
+// the commit's span links to it. The zero Origin (tracing off, or a span
+// not recording) links to nothing.
+type Origin struct {
+	span   trace.SpanContext
+	tracer trace.Tracer
+}
+
+// OriginOf returns ctx's span as an Origin.
+func OriginOf(ctx context.Context) Origin {
+	if t := Tracer(ctx); t != nil {
+		return Origin{trace.SpanContextFromContext(ctx), t}
+	}
+	return Origin{}
+}
+
+// CommitRoot starts span name as the root of a trace of its own for a
+// group commit that serves the requests of origins, linked to those that
+// were traced (at most the SDK's link limit, 128 by default); a no-op span
+// when none was. One commit serves many requests, none of which is its
+// parent.
+func CommitRoot(name string, origins func(yield func(Origin) bool), opts ...trace.SpanStartOption) (context.Context, trace.Span) {
+	var (
+		t     trace.Tracer
+		links []trace.Link
+	)
+	for o := range origins {
+		if o.tracer != nil {
+			t = o.tracer
+			links = append(links, trace.Link{SpanContext: o.span})
+		}
+	}
+	if t == nil {
+		return context.Background(), none
+	}
+	return Root(context.Background(), t, name, append(opts, trace.WithLinks(links...))...)
+}
+
 // TraceParent returns the W3C traceparent header value of ctx's span, or
 // "" when ctx has none: what a stored piece of work keeps so that whoever
 // takes it up later, in any process, can link to the span that made it.

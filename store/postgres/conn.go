@@ -34,14 +34,6 @@ func (c *conn) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
 	return c.tx(ctx, func(tx pgx.Tx) error { return fn(querier{q: tx}) })
 }
 
-func (c *conn) Applied(ctx context.Context) ([]int, error) {
-	rows, err := c.pool.Query(ctx, `SELECT version FROM schema_migrations`)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[int])
-}
-
 // pgxQuerier is what a pool and a transaction share.
 type pgxQuerier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

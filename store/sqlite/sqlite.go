@@ -201,23 +201,6 @@ func (c *conn) Pipeline(ctx context.Context, first, second func(*sqlstore.Batch)
 	})
 }
 
-func (c *conn) Applied(ctx context.Context) ([]int, error) {
-	rows, err := c.rq.Query(ctx, `SELECT version FROM schema_migrations`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []int
-	for rows.Next() {
-		var v int
-		if err := rows.Scan(&v); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
-}
-
 // mapErr turns driver errors into fault kinds by SQLite result code.
 func mapErr(err error) error {
 	return sqlstore.MapErr(err, func(err error) error {

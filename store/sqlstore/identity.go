@@ -78,7 +78,7 @@ func (s *Store) GetUserByName(ctx context.Context, tenantID, name string) (ident
 // CreateOAuthClient implements identity.Store.
 func (s *Store) CreateOAuthClient(ctx context.Context, c identity.OAuthClient) error {
 	return s.exec(ctx, `INSERT INTO oauth_clients (id, tenant_id, name, secret_hash, scopes, role, resources, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		c.ID, c.TenantID, c.Name, c.SecretHash, jsonText(c.Scopes), c.Role, jsonText(nonNilStrings(c.Resources)), c.CreatedAt)
+		c.ID, c.TenantID, c.Name, c.SecretHash, jsonText(c.Scopes), c.Role, jsonText(append([]string{}, c.Resources...)), c.CreatedAt)
 }
 
 // GetOAuthClient implements identity.Store.

@@ -51,12 +51,3 @@ func (s *Store) UseDPoPProof(ctx context.Context, p identity.DPoPProofUse, now t
 func (s *Store) PurgeDPoPProofs(ctx context.Context, now time.Time) error {
 	return s.exec(ctx, `DELETE FROM dpop_proofs WHERE expires_at <= $1`, now)
 }
-
-// nonNilStrings is l, or an empty list for nil, so a JSON list column
-// holds [] rather than null.
-func nonNilStrings(l []string) []string {
-	if l == nil {
-		return []string{}
-	}
-	return l
-}

@@ -65,8 +65,6 @@ type Conn interface {
 	// MapErr turns a driver error into a fault kind by error code; faults
 	// pass through.
 	MapErr(err error) error
-	// Applied lists the migration versions applied to the database.
-	Applied(ctx context.Context) ([]int, error)
 	Close() error
 }
 
@@ -123,7 +121,10 @@ func (s *Store) Close() error { return s.c.Close() }
 // into this binary is applied (fault.Unavailable otherwise). It runs one
 // small query, for a readiness probe.
 func (s *Store) Ready(ctx context.Context) error {
-	applied, err := s.c.Applied(ctx)
+	applied, err := list(ctx, s, s.c.Read(), func(row Row) (v int, err error) {
+		err = row.Scan(&v)
+		return v, err
+	}, `SELECT version FROM schema_migrations`)
 	if err != nil {
 		return fault.E(fault.Unavailable, s.d.Name+": the database does not answer", err)
 	}

@@ -29,7 +29,7 @@ const (
 // fx is a platform with a tenant, its user alice, a confidential client
 // and a public one, driven through package oidc alone (no HTTP).
 type fx struct {
-	t       *testing.T
+	t       testing.TB
 	e       *latchkeytest.Env
 	svc     *oidc.Service
 	tenant  latchkeytest.Tenant
@@ -39,7 +39,7 @@ type fx struct {
 	aliceID string
 }
 
-func newFx(t *testing.T) *fx {
+func newFx(t testing.TB) *fx {
 	t.Helper()
 	e := latchkeytest.New(t)
 	f := &fx{t: t, e: e, svc: e.Platform.OIDC, tenant: e.NewTenant("Acme")}
@@ -103,7 +103,7 @@ func (f *fx) signIn(params url.Values) (url.Values, string) {
 	return redirectQuery(f.t, res.Outcome.Redirect, params.Get("redirect_uri")), res.SessionID
 }
 
-func redirectQuery(t *testing.T, to, want string) url.Values {
+func redirectQuery(t testing.TB, to, want string) url.Values {
 	t.Helper()
 	u, err := url.Parse(to)
 	if err != nil || !strings.HasPrefix(to, want+"?") {
@@ -149,6 +149,9 @@ func TestAuthorizeRefusals(t *testing.T) {
 		{"loopback redirect on another host", map[string]string{"redirect_uri": "http://localhost:8000/cb"}, "redirect_uri", ""},
 		{"no redirect", map[string]string{"redirect_uri": ""}, "redirect_uri", ""},
 		{"loopback redirect on another port", map[string]string{"redirect_uri": loopback}, "", ""},
+		{"loopback redirect on another port and path", map[string]string{"redirect_uri": "http://127.0.0.1:8000/other"}, "redirect_uri", ""},
+		{"loopback redirect with another scheme", map[string]string{"redirect_uri": "https://127.0.0.1:8000/cb"}, "redirect_uri", ""},
+		{"loopback redirect with user info", map[string]string{"redirect_uri": "http://evil@127.0.0.1:8000/cb"}, "redirect_uri", ""},
 		{"PKCE missing", map[string]string{"code_challenge": "", "code_challenge_method": ""}, "", "invalid_request"},
 		{"PKCE plain", map[string]string{"code_challenge_method": "plain"}, "", "invalid_request"},
 		{"PKCE method absent (plain)", map[string]string{"code_challenge_method": ""}, "", "invalid_request"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/oidc"
 )
 
@@ -46,26 +47,21 @@ func (s *Store) scanAuthCode(row Row) (oidc.AuthCode, error) {
 	return c, nil
 }
 
-// TakeAuthCode implements oidc.Store: the row is read under a lock and
-// marked in the same transaction, so of concurrent callers in any
-// process exactly one sees it unused.
+// TakeAuthCode implements oidc.Store. The first use is one UPDATE ...
+// RETURNING that only an unused row matches, so of concurrent callers
+// (in any process) exactly one gets the row; the others, and every later
+// caller, read it used.
 func (s *Store) TakeAuthCode(ctx context.Context, hash []byte, now time.Time) (oidc.AuthCode, error) {
-	var c oidc.AuthCode
-	err := s.c.Tx(ctx, func(q Querier) error {
-		var err error
-		if c, err = s.scanAuthCode(q.QueryRow(ctx, `SELECT `+oidcCodeCols+` FROM oidc_codes WHERE hash = $1`+s.d.ForUpdate, hash)); err != nil {
-			return err
-		}
-		if c.UsedAt != nil {
-			return nil
-		}
-		_, err = q.Exec(ctx, `UPDATE oidc_codes SET used_at = $1 WHERE hash = $2`, now, hash)
-		return err
-	})
-	if err != nil {
-		return oidc.AuthCode{}, s.c.MapErr(err)
+	c, err := s.scanAuthCode(s.c.Write().QueryRow(ctx, `UPDATE oidc_codes SET used_at = $1 WHERE hash = $2 AND (used_at IS NULL OR used_at = $3)
+		RETURNING `+oidcCodeCols, now, hash, noTime))
+	if err == nil {
+		c.UsedAt = nil // as it was before this call
+		return c, nil
 	}
-	return c, nil
+	if !fault.Is(fault.NotFound, err) {
+		return oidc.AuthCode{}, err
+	}
+	return s.scanAuthCode(s.c.Read().QueryRow(ctx, `SELECT `+oidcCodeCols+` FROM oidc_codes WHERE hash = $1`, hash))
 }
 
 const oidcRefreshCols = `hash, grant_id, client_id, tenant_id, user_id, scope, sid, amr, auth_time, access_jti, created_at, expires_at, used_at`
@@ -98,22 +94,16 @@ func (s *Store) scanOIDCRefresh(row Row) (oidc.RefreshToken, error) {
 
 // TakeOIDCRefreshToken implements oidc.Store, as TakeAuthCode.
 func (s *Store) TakeOIDCRefreshToken(ctx context.Context, hash []byte, now time.Time) (oidc.RefreshToken, error) {
-	var t oidc.RefreshToken
-	err := s.c.Tx(ctx, func(q Querier) error {
-		var err error
-		if t, err = s.scanOIDCRefresh(q.QueryRow(ctx, `SELECT `+oidcRefreshCols+` FROM oidc_refresh_tokens WHERE hash = $1`+s.d.ForUpdate, hash)); err != nil {
-			return err
-		}
-		if t.UsedAt != nil {
-			return nil
-		}
-		_, err = q.Exec(ctx, `UPDATE oidc_refresh_tokens SET used_at = $1 WHERE hash = $2`, now, hash)
-		return err
-	})
-	if err != nil {
-		return oidc.RefreshToken{}, s.c.MapErr(err)
+	t, err := s.scanOIDCRefresh(s.c.Write().QueryRow(ctx, `UPDATE oidc_refresh_tokens SET used_at = $1 WHERE hash = $2 AND (used_at IS NULL OR used_at = $3)
+		RETURNING `+oidcRefreshCols, now, hash, noTime))
+	if err == nil {
+		t.UsedAt = nil
+		return t, nil
 	}
-	return t, nil
+	if !fault.Is(fault.NotFound, err) {
+		return oidc.RefreshToken{}, err
+	}
+	return s.scanOIDCRefresh(s.c.Read().QueryRow(ctx, `SELECT `+oidcRefreshCols+` FROM oidc_refresh_tokens WHERE hash = $1`, hash))
 }
 
 // RevokeOIDCGrant implements oidc.Store.

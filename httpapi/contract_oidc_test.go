@@ -29,7 +29,7 @@ var (
 )
 
 // formValues reads the sign-in page's hidden inputs.
-func formValues(t *testing.T, page []byte) (csrf, request string) {
+func formValues(t testing.TB, page []byte) (csrf, request string) {
 	t.Helper()
 	m1, m2 := csrfInput.FindSubmatch(page), requestInput.FindSubmatch(page)
 	if m1 == nil || m2 == nil {

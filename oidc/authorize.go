@@ -138,6 +138,9 @@ func (s *Service) checkClient(ctx context.Context, params url.Values) (identity.
 // redirect URI are valid, filling req. Its errors go back to the client.
 func parseAuthorization(params url.Values, c identity.OAuthClient, req *AuthorizationRequest) *RedirectError {
 	for k, v := range params {
+		if len(v) == 0 {
+			continue
+		}
 		if len(v) > 1 {
 			return redirectErr("invalid_request", "parameter %s is repeated", k)
 		}

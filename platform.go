@@ -31,6 +31,7 @@ import (
 	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/metrics"
 	"github.com/latchkey/latchkey/notify"
+	"github.com/latchkey/latchkey/oidc"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
 	"github.com/latchkey/latchkey/vtoken"
@@ -54,6 +55,7 @@ type Store interface {
 	authenticator.Store
 	guide.Store
 	eventstream.Store
+	oidc.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -107,6 +109,14 @@ type Config struct {
 	GuideIdleTimeout   time.Duration
 	GuideClosedTimeout time.Duration
 	GuideOpenGrace     time.Duration
+	// OIDCSessionTTL is how long a browser stays signed in to the OpenID
+	// Provider's hosted page (default oidc.DefaultSessionTTL, 8 hours);
+	// OIDCIDTokenTTL the life of ID tokens (default 10 minutes);
+	// OIDCRefreshTTL the life of the code flow's refresh tokens (default
+	// 30 days).
+	OIDCSessionTTL time.Duration
+	OIDCIDTokenTTL time.Duration
+	OIDCRefreshTTL time.Duration
 	// AllowPrivateEndpoints lets event-stream endpoints be on loopback,
 	// private or link-local addresses (off by default: SSRF).
 	AllowPrivateEndpoints bool
@@ -209,6 +219,9 @@ type Platform struct {
 	Authenticators *authenticator.Service
 	// Guide is the interactive API guide's login and sessions.
 	Guide *guide.Service
+	// OIDC is the OpenID Provider: authorization code flow, hosted
+	// sign-in, ID tokens, logout (beyond the specification).
+	OIDC *oidc.Service
 	// EventStream is area E: push subscriptions and directory sync; its
 	// delivery engine runs in Run.
 	EventStream *eventstream.Service
@@ -330,6 +343,11 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer, Passkeys: p.Authenticators,
 		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
+	})
+	p.OIDC = oidc.NewService(oidc.Config{
+		Store: cfg.Store, Identity: p.Identity, Users: cfg.Store, Passkeys: p.Authenticators, Keys: keys, Sealer: sealer,
+		CSRFKey: sealer.SubKey("oidc-csrf"), Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL,
 	})
 	p.EventStream = eventstream.NewService(eventstream.Config{
 		Store: cfg.Store, Events: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,

@@ -43,8 +43,12 @@ func newPasskeyBrowser(t *testing.T) *passkeyBrowser {
 	browser := chromiumPath(t)
 	ctx := t.Context()
 	st := memstore.New()
+	srv := httptest.NewUnstartedServer(nil)
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	url := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 	p, err := latchkey.New(ctx, latchkey.Config{
-		Store: st, MasterKey: seal.NewKey(),
+		Store: st, MasterKey: seal.NewKey(), Issuer: url,
 		PasswordParams: identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1}, AllowWeakPasswordHashing: true,
 	})
 	if err != nil {
@@ -55,10 +59,6 @@ func newPasskeyBrowser(t *testing.T) *passkeyBrowser {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewUnstartedServer(nil)
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	url := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 	opts := httpapi.Defaults()
 	opts.PublicURL = url
 	srv.Config.Handler = httpapi.New(p, opts)

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/latchkey/latchkey/authenticator/authenticatortest"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
+	"github.com/latchkey/latchkey/oidc"
 )
 
 // TestTenantIsolationOnEveryRoute walks every route the router registers
@@ -93,10 +95,13 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		t.Fatalf("guide login: %d %s", guideB.Status, guideB.Body)
 	}
 	guideCookieB := strings.Split(guideB.Header.Get("Set-Cookie"), ";")[0]
+	oidcB := oidcUserToken(t, e, b)
 	credential := func(auth string) (string, bool) {
 		switch {
 		case auth == "guide-session":
 			return "Cookie: " + guideCookieB, true
+		case auth == "oidc-userinfo":
+			return bearer(oidcB), true
 		case auth == "platform-jwt":
 			return bearer(b.AdminToken), true
 		case strings.HasPrefix(auth, "oauth:"):
@@ -182,4 +187,36 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	if r := e.Do("GET", authnA+"/"+dev.ID(), nil, keyA); r.Status != 200 || r.JSON()["state"] != "pending" {
 		t.Errorf("A's authenticator after B's attempts: %d %s", r.Status, r.Body)
 	}
+}
+
+// oidcUserToken runs the OpenID Provider's code flow for tenant t's
+// administrator through package oidc (a client of t, a password sign-in,
+// the code's redemption) and returns the access token.
+func oidcUserToken(tb testing.TB, e *latchkeytest.Env, t latchkeytest.Tenant) string {
+	tb.Helper()
+	ctx := tb.Context()
+	admin := identity.Principal{Kind: identity.KindUser, TenantID: e.Root.ID, TenantCode: e.Root.Code, Roles: []string{identity.RoleTenantAdmin}}
+	c, secret, err := e.Platform.Identity.RegisterOAuthClient(ctx, admin, t.ID, identity.NewOAuthClient{Name: "web", Scopes: []string{"openid", "profile"},
+		GrantTypes: []string{"authorization_code"}, RedirectURIs: []string{"https://app.example/cb"}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	verifier, challenge := pkce("isolation")
+	out, err := e.Platform.OIDC.Authorize(ctx, url.Values{"response_type": {"code"}, "client_id": {c.ID}, "redirect_uri": {"https://app.example/cb"},
+		"scope": {"openid profile"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := e.Platform.OIDC.SignIn(ctx, oidc.SignInRequest{Request: out.SignIn, BrowserID: "b", CSRFToken: e.Platform.OIDC.CSRFToken("b"),
+		Username: "tadmin", Password: "tenant-password-1"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	u, _ := url.Parse(res.Outcome.Redirect)
+	tok, err := e.Platform.OIDC.Exchange(ctx, oidc.TokenRequest{GrantType: identity.GrantAuthorizationCode, ClientID: c.ID, ClientSecret: secret,
+		Code: u.Query().Get("code"), RedirectURI: "https://app.example/cb", CodeVerifier: verifier})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return tok.AccessToken
 }

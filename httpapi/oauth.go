@@ -7,6 +7,7 @@ import (
 
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/oidc"
 )
 
 // OAuth endpoint paths below {auth_url}.
@@ -71,17 +72,22 @@ next:
 
 // oauthTokenEndpoint is the client_credentials grant (RFC 6749 §4.4) with
 // client_secret_basic or client_secret_post authentication, RFC 8707
-// resource indicators (repeatable) and RFC 9449 DPoP proofs.
+// resource indicators (repeatable) and RFC 9449 DPoP proofs; and the
+// authorization_code and refresh_token grants of the OpenID Provider
+// (oidcToken).
 func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) error {
 	form, id, secret, err := oauthForm(r, "resource")
 	if err != nil {
 		return err
 	}
-	if gt := form.Get("grant_type"); gt != "client_credentials" {
-		if gt == "" {
-			return fault.E(fault.Invalid, "grant_type is required", identity.ErrInvalidRequest)
-		}
-		return fault.E(fault.Invalid, "only grant_type=client_credentials is supported", identity.ErrUnsupportedGrantType)
+	switch gt := form.Get("grant_type"); gt {
+	case identity.GrantClientCredentials:
+	case identity.GrantAuthorizationCode, identity.GrantRefreshToken:
+		return s.oidcToken(w, r, form, id, secret)
+	case "":
+		return fault.E(fault.Invalid, "grant_type is required", identity.ErrInvalidRequest)
+	default:
+		return fault.E(fault.Invalid, "grant_type must be client_credentials, authorization_code or refresh_token", identity.ErrUnsupportedGrantType)
 	}
 	req := identity.TokenRequest{ClientID: id, ClientSecret: secret, Scope: form.Get("scope"), Resources: form["resource"]}
 	if proofs := r.Header.Values("DPoP"); len(proofs) > 1 {
@@ -97,6 +103,29 @@ func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) erro
 	s.p.Metrics().TokenIssued("client_credentials")
 	w.Header().Set("Pragma", "no-cache")
 	writeJSON(w, http.StatusOK, g)
+	return nil
+}
+
+// oidcToken is the code flow's side of the token endpoint: the
+// authorization_code and refresh_token grants.
+func (s *Server) oidcToken(w http.ResponseWriter, r *http.Request, form url.Values, id, secret string) error {
+	gt := form.Get("grant_type")
+	if len(r.Header.Values("DPoP")) > 0 {
+		return fault.E(fault.Invalid, "DPoP is supported with client_credentials only", identity.ErrInvalidRequest)
+	}
+	if len(form["resource"]) > 0 {
+		return fault.E(fault.Invalid, "resource is supported with client_credentials only", identity.ErrInvalidTarget)
+	}
+	out, err := s.p.OIDC.Exchange(r.Context(), oidc.TokenRequest{GrantType: gt, ClientID: id, ClientSecret: secret,
+		Code: form.Get("code"), RedirectURI: form.Get("redirect_uri"), CodeVerifier: form.Get("code_verifier"),
+		RefreshToken: form.Get("refresh_token"), Scope: form.Get("scope")})
+	if err != nil {
+		s.loginFailed(gt, err)
+		return err
+	}
+	s.p.Metrics().TokenIssued(gt)
+	w.Header().Set("Pragma", "no-cache")
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 
@@ -130,6 +159,11 @@ func (s *Server) oauthRevoke(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) jwks(w http.ResponseWriter, r *http.Request) error {
+	// The RS256 key of ID tokens is made on first use; a relying party
+	// that reads the JWKS first must find it there.
+	if err := s.p.Identity.Keys().EnsureRSA(r.Context()); err != nil {
+		return err
+	}
 	w.Header().Set("Cache-Control", "public, max-age=300")
 	writeJSONCacheable(w, map[string]any{"keys": s.p.Identity.Keys().JWKS()})
 	return nil
@@ -141,18 +175,24 @@ func (s *Server) jwks(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) asMetadata(w http.ResponseWriter, r *http.Request) error {
 	u := s.opts.PublicURL + s.opts.AuthURL
 	auth := []string{"client_secret_basic", "client_secret_post"}
+	e := s.oidcEndpoints()
 	md := map[string]any{
+		"authorization_endpoint":                         e.Authorization,
+		"userinfo_endpoint":                              e.UserInfo,
+		"end_session_endpoint":                           e.EndSession,
+		"code_challenge_methods_supported":               []string{"S256"},
+		"authorization_response_iss_parameter_supported": true,
 		"issuer":                                s.p.Identity.Keys().Issuer(),
 		"token_endpoint":                        u + tokenPath,
 		"introspection_endpoint":                u + introspectPath,
 		"revocation_endpoint":                   u + revokePath,
 		"jwks_uri":                              s.opts.PublicURL + "/.well-known/jwks.json",
-		"grant_types_supported":                 []string{"client_credentials"},
-		"token_endpoint_auth_methods_supported": auth,
+		"grant_types_supported":                 []string{identity.GrantClientCredentials, identity.GrantAuthorizationCode, identity.GrantRefreshToken},
+		"token_endpoint_auth_methods_supported": append(append([]string{}, auth...), "none"),
 		"introspection_endpoint_auth_methods_supported": auth,
 		"revocation_endpoint_auth_methods_supported":    auth,
-		"response_types_supported":                      []string{}, // RFC 8414 §2 requires the member; no authorization endpoint, so no response_type
-		"scopes_supported":                              identity.AllScopes,
+		"response_types_supported":                      []string{"code"},
+		"scopes_supported":                              append(append([]string{}, identity.OIDCScopes...), identity.AllScopes...),
 		"dpop_signing_alg_values_supported":             identity.DPoPAlgorithms,
 		"tls_client_certificate_bound_access_tokens":    true,
 	}

@@ -109,6 +109,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerClients()
 	s.registerVault()
 	s.registerOAuth()
+	s.registerOIDC()
 	s.registerMisc()
 	s.registerAudit()
 	s.registerEvents()

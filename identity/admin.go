@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
@@ -236,10 +237,21 @@ type NewOAuthClient struct {
 	// without fragment) the client may ask tokens for: the audiences of
 	// an embedder's own APIs.
 	Resources []string
+	// Type is ClientConfidential (default) or ClientPublic (no secret).
+	Type string
+	// RedirectURIs and PostLogoutRedirectURIs are matched exactly (a
+	// loopback http URI may differ in its port, RFC 8252 §7.3).
+	RedirectURIs           []string
+	PostLogoutRedirectURIs []string
+	// GrantTypes default to client_credentials for a confidential client
+	// and authorization_code for a public one.
+	GrantTypes []string
+	// IDTokenAlg is RS256 (default) or ES256.
+	IDTokenAlg string
 }
 
-// RegisterOAuthClient registers a confidential OAuth client and returns it
-// with its secret, which is shown only this once.
+// RegisterOAuthClient registers an OAuth client and returns it with its
+// secret, which is shown only this once ("" for a public client).
 func (s *Service) RegisterOAuthClient(ctx context.Context, p Principal, tenantID string, req NewOAuthClient) (OAuthClient, string, error) {
 	name, scopes, role := req.Name, req.Scopes, req.Role
 	if err := checkAdmin(p, tenantID); err != nil {
@@ -258,7 +270,11 @@ func (s *Service) RegisterOAuthClient(ctx context.Context, p Principal, tenantID
 	if err := textField("name", name, 1, 200); err != nil {
 		return fail(err)
 	}
-	if err := checkSubset("scopes", scopes, AllScopes); err != nil {
+	if err := checkSubset("scopes", scopes, append(slices.Clone(AllScopes), OIDCScopes...)); err != nil {
+		return fail(err)
+	}
+	oc, err := checkRelyingParty(req)
+	if err != nil {
 		return fail(err)
 	}
 	if role != "" && !slices.Contains(allRoles, role) {
@@ -276,10 +292,21 @@ func (s *Service) RegisterOAuthClient(ctx context.Context, p Principal, tenantID
 	if len(req.Resources) > 0 {
 		resources = slices.Compact(slices.Sorted(slices.Values(req.Resources)))
 	}
-	secret := rand.Text() + rand.Text()
-	sum := sha256.Sum256([]byte(secret))
-	c := OAuthClient{ID: "lkc_" + strings.ToLower(rand.Text()), TenantID: tenantID, Name: name, SecretHash: sum[:],
-		Scopes: nonNil(slices.Compact(slices.Sorted(slices.Values(scopes)))), Role: role, Resources: resources, CreatedAt: s.now()}
+	var secret string
+	var secretHash []byte
+	if oc.Type != ClientPublic {
+		secret = rand.Text() + rand.Text()
+		sum := sha256.Sum256([]byte(secret))
+		secretHash = sum[:]
+	}
+	c := OAuthClient{ID: "lkc_" + strings.ToLower(rand.Text()), TenantID: tenantID, Name: name, SecretHash: secretHash,
+		Scopes: nonNil(slices.Compact(slices.Sorted(slices.Values(scopes)))), Role: role, Resources: resources, CreatedAt: s.now(),
+		Type: oc.Type, RedirectURIs: oc.RedirectURIs, PostLogoutRedirectURIs: oc.PostLogoutRedirectURIs, GrantTypes: oc.GrantTypes, IDTokenAlg: oc.IDTokenAlg}
+	meta["client"].(map[string]any)["type"] = c.Type
+	meta["client"].(map[string]any)["grant_types"] = c.GrantTypes
+	if len(c.RedirectURIs) > 0 {
+		meta["client"].(map[string]any)["redirect_uris"] = c.RedirectURIs
+	}
 	if err := s.st.CreateOAuthClient(ctx, c); err != nil {
 		return fail(err)
 	}
@@ -401,4 +428,107 @@ func nonNil[T any](s []T) []T {
 		return []T{}
 	}
 	return s
+}
+
+// checkRelyingParty validates and normalises the relying-party fields of a
+// client registration: its type, grant types, redirect URIs and ID token
+// algorithm.
+func checkRelyingParty(req NewOAuthClient) (OAuthClient, error) {
+	c := OAuthClient{Type: req.Type, IDTokenAlg: req.IDTokenAlg}
+	switch c.Type {
+	case "":
+		c.Type = ClientConfidential
+	case ClientConfidential, ClientPublic:
+	default:
+		return c, fault.E(fault.Invalid, fault.Field("type"), "type must be confidential or public")
+	}
+	switch c.IDTokenAlg {
+	case "":
+		c.IDTokenAlg = AlgRS256
+	case AlgRS256, AlgES256:
+	default:
+		return c, fault.E(fault.Invalid, fault.Field("id_token_signed_response_alg"), "id_token_signed_response_alg must be RS256 or ES256")
+	}
+	grants := req.GrantTypes
+	if len(grants) == 0 {
+		grants = []string{GrantClientCredentials}
+		if c.Type == ClientPublic {
+			grants = []string{GrantAuthorizationCode}
+		}
+	}
+	if err := checkSubset("grant_types", grants, []string{GrantClientCredentials, GrantAuthorizationCode, GrantRefreshToken}); err != nil {
+		return c, err
+	}
+	c.GrantTypes = slices.Compact(slices.Sorted(slices.Values(grants)))
+	if c.Type == ClientPublic && c.AllowsGrant(GrantClientCredentials) {
+		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "a public client has no secret, so it cannot use client_credentials")
+	}
+	if c.AllowsGrant(GrantRefreshToken) && !c.AllowsGrant(GrantAuthorizationCode) {
+		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "refresh_token needs authorization_code")
+	}
+	for _, f := range []struct {
+		field string
+		in    []string
+		out   *[]string
+	}{{"redirect_uris", req.RedirectURIs, &c.RedirectURIs}, {"post_logout_redirect_uris", req.PostLogoutRedirectURIs, &c.PostLogoutRedirectURIs}} {
+		if len(f.in) > 20 {
+			return c, fault.E(fault.Invalid, fault.Field(f.field), "at most 20 URIs")
+		}
+		for _, u := range f.in {
+			if err := CheckRedirectURI(u); err != nil {
+				return c, fault.E(fault.Invalid, fault.Field(f.field), fault.MessageOf(err))
+			}
+		}
+		if len(f.in) > 0 {
+			*f.out = slices.Compact(slices.Sorted(slices.Values(f.in)))
+		}
+	}
+	if c.AllowsGrant(GrantAuthorizationCode) && len(c.RedirectURIs) == 0 {
+		return c, fault.E(fault.Invalid, fault.Field("redirect_uris"), "redirect_uris are required for authorization_code")
+	}
+	return c, nil
+}
+
+// CheckRedirectURI validates a registered redirect URI (RFC 9700 §2.1,
+// RFC 8252 §7): absolute, no fragment, at most 2000 characters; https, or
+// http on a loopback host, or a private-use scheme of a native
+// application (one with a dot, such as com.example.app).
+func CheckRedirectURI(raw string) error {
+	bad := func(why string) error {
+		return fault.E(fault.Invalid, fmt.Sprintf("redirect URI %q %s", raw, why))
+	}
+	if len(raw) > 2000 {
+		return bad("is too long")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() {
+		return bad("must be an absolute URI")
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return bad("must not have a fragment")
+	}
+	switch {
+	case u.Scheme == "https":
+		if u.Host == "" {
+			return bad("must name a host")
+		}
+	case u.Scheme == "http":
+		if !IsLoopbackHost(u.Hostname()) {
+			return bad("must use https unless its host is loopback")
+		}
+	case strings.Contains(u.Scheme, "."):
+	default:
+		return bad("must use https, http on a loopback host, or a private-use scheme")
+	}
+	return nil
+}
+
+// IsLoopbackHost reports whether host (without port) is a loopback
+// address or localhost.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

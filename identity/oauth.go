@@ -64,6 +64,85 @@ func (s *Service) authenticateClient(ctx context.Context, clientID, secret, acti
 	return c, nil
 }
 
+// AuthenticateClient authenticates a client at the token endpoint: a
+// confidential client by its secret, a public client (OAuthClient.Type
+// public) by its client_id alone, which must then come without a secret.
+// Failures are audited under action (in the tenant of a known client) and
+// are fault.Unauthenticated wrapping ErrInvalidClient.
+func (s *Service) AuthenticateClient(ctx context.Context, clientID, secret, action string) (OAuthClient, error) {
+	if clientID != "" && secret == "" {
+		c, err := s.oauthClient(ctx, clientID)
+		if err != nil && !fault.Is(fault.NotFound, err) {
+			return OAuthClient{}, err
+		}
+		if err == nil && c.IsPublic() {
+			return c, nil
+		}
+	}
+	c, err := s.authenticateClient(ctx, clientID, secret, action)
+	if err == nil && c.IsPublic() {
+		return OAuthClient{}, errClientAuth // a public client has no secret to send
+	}
+	return c, err
+}
+
+// Client returns an OAuth client by client_id (fault.NotFound if absent),
+// through the short-lived lookup cache of the token endpoint.
+func (s *Service) Client(ctx context.Context, clientID string) (OAuthClient, error) {
+	if clientID == "" || len(clientID) > 200 {
+		return OAuthClient{}, fault.E(fault.NotFound, "client not found")
+	}
+	return s.oauthClient(ctx, clientID)
+}
+
+// Tenant returns a tenant by id through the lookup cache.
+func (s *Service) Tenant(ctx context.Context, id string) (Tenant, error) { return s.tenant(ctx, id) }
+
+// UserAccess is an access token issued to client c for user u of tenant t
+// (the authorization code flow of package oidc): an RFC 9068 token of the
+// kind the other areas accept, with sub the user, client_id the client and
+// scope the scopes granted. JTI, when set, is the token's jti, so the
+// issuer can revoke it later without parsing it.
+type UserAccess struct {
+	Client OAuthClient
+	Tenant Tenant
+	User   User
+	Scope  string
+	JTI    string
+}
+
+// IssueUserAccess signs the access token of a UserAccess, valid
+// AccessTokenTTL; it returns the token and its expiry. Nothing is audited:
+// the caller's grant is.
+func (s *Service) IssueUserAccess(ctx context.Context, a UserAccess) (string, time.Time, error) {
+	rc := registered(a.User.ID.String())
+	rc.Audience = jwt.ClaimStrings{s.cfg.Keys.Issuer()}
+	rc.ID = a.JTI
+	return s.cfg.Keys.Sign(ctx, Claims{Kind: AccessToken, TenantID: a.Tenant.ID, TenantCode: a.Tenant.Code, ClientID: a.Client.ID,
+		Scope: a.Scope, RegisteredClaims: rc}, s.cfg.AccessTokenTTL)
+}
+
+// AccessTokenTTL is the lifetime of the access tokens the service issues.
+func (s *Service) AccessTokenTTL() time.Duration { return s.cfg.AccessTokenTTL }
+
+// RevokeTokenID refuses the token of tenantID whose jti is jti from now
+// on, as Revoke does for a token a client presents; exp is the token's
+// expiry, after which the revocation is dropped. A token already expired
+// needs nothing.
+func (s *Service) RevokeTokenID(ctx context.Context, tenantID, jti string, exp time.Time) error {
+	now := s.now()
+	if !exp.After(now) {
+		return nil
+	}
+	r := RevokedToken{JTI: jti, TenantID: tenantID, ExpiresAt: exp.UTC(), RevokedAt: now}
+	if err := s.st.RevokeToken(ctx, r); err != nil {
+		return err
+	}
+	s.revs.noteToken(r)
+	s.announce(ctx)
+	return nil
+}
+
 // TokenRequest is a client_credentials token request (RFC 6749 §4.4).
 type TokenRequest struct {
 	ClientID, ClientSecret string
@@ -108,6 +187,9 @@ func (s *Service) Grant(ctx context.Context, req TokenRequest) (TokenGrant, erro
 	ctx = audit.WithActor(ctx, c.ID, c.ID)
 	fail := func(err error) (TokenGrant, error) {
 		return TokenGrant{}, s.record(ctx, c.TenantID, ActionOAuthToken, err, map[string]any{"client_id": c.ID})
+	}
+	if !c.AllowsGrant(GrantClientCredentials) {
+		return fail(fault.E(fault.Invalid, "the client is not registered for client_credentials", ErrUnauthorizedClient))
 	}
 	scopes := c.Scopes
 	if req.Scope != "" {

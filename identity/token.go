@@ -5,12 +5,16 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"math/big"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,6 +109,16 @@ type KeySet struct {
 	order  []verifyKey
 
 	cache tokenCache
+
+	// The RS256 keys of ID tokens (OpenID Connect's mandatory algorithm;
+	// see idtoken.go): made on first use, since an RSA key costs a good
+	// part of a second to generate and most platforms never sign one.
+	st     Store
+	sealer *seal.Sealer
+	rsaMu  sync.Mutex // serialises the first key's creation
+	rsa    *rsa.PrivateKey
+	rsaKid string
+	rsaPub map[string]*rsa.PublicKey
 }
 
 // LoadKeySet opens the stored signing keys, creating the first one when there
@@ -127,9 +141,15 @@ func LoadKeySet(ctx context.Context, st Store, s *seal.Sealer, c clock.Clock, is
 			return nil, err
 		}
 	}
-	ks := &KeySet{issuer: issuer, clock: c, pubs: map[string]*ecdsa.PublicKey{}}
+	ks := &KeySet{issuer: issuer, clock: c, pubs: map[string]*ecdsa.PublicKey{}, st: st, sealer: s, rsaPub: map[string]*rsa.PublicKey{}}
 	ks.cache.init()
 	for _, k := range keys {
+		if k.Algorithm == AlgRS256 {
+			if err := ks.addRSA(k); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		der, err := s.Open("jwt-key:"+k.ID, k.Private)
 		if err != nil {
 			return nil, fmt.Errorf("identity: signing key %s: %w (wrong master key?)", k.ID, err)
@@ -170,7 +190,9 @@ func newSigningKey(s *seal.Sealer, now time.Time) (SigningKey, error) {
 // Issuer returns the iss claim of issued tokens.
 func (ks *KeySet) Issuer() string { return ks.issuer }
 
-// Sign issues a token with the given claims, filling iss, iat, exp and jti.
+// Sign issues a token with the given claims, filling iss, iat, exp and
+// jti (unless c.ID is set: a caller that must revoke the token later
+// chooses its jti).
 // Under a recording span the signature is a span (identity.sign_token).
 func (ks *KeySet) Sign(ctx context.Context, c Claims, ttl time.Duration) (string, time.Time, error) {
 	_, span := tracing.Start(ctx, "identity.sign_token")
@@ -181,7 +203,9 @@ func (ks *KeySet) Sign(ctx context.Context, c Claims, ttl time.Duration) (string
 	c.IssuedAt = jwt.NewNumericDate(now)
 	c.NotBefore = jwt.NewNumericDate(now)
 	c.ExpiresAt = jwt.NewNumericDate(exp)
-	c.ID = rand.Text()
+	if c.ID == "" {
+		c.ID = rand.Text()
+	}
 	ks.mu.RLock()
 	key, kid := ks.active, ks.kid
 	ks.mu.RUnlock()
@@ -243,12 +267,15 @@ func (ks *KeySet) Verify(token string, kind TokenKind) (*Claims, error) {
 	return c, nil
 }
 
-// JWK is one public key in the JWKS document (RFC 7517).
+// JWK is one public key in the JWKS document (RFC 7517): an EC key (crv,
+// x, y) or an RSA key (n, e).
 type JWK struct {
 	Kty string `json:"kty"`
-	Crv string `json:"crv"`
-	X   string `json:"x"`
-	Y   string `json:"y"`
+	Crv string `json:"crv,omitempty"`
+	X   string `json:"x,omitempty"`
+	Y   string `json:"y,omitempty"`
+	N   string `json:"n,omitempty"`
+	E   string `json:"e,omitempty"`
 	Kid string `json:"kid"`
 	Use string `json:"use"`
 	Alg string `json:"alg"`
@@ -266,6 +293,12 @@ func (ks *KeySet) JWKS() []JWK {
 			X: base64.RawURLEncoding.EncodeToString(b[1:33]),
 			Y: base64.RawURLEncoding.EncodeToString(b[33:65]),
 		})
+	}
+	for _, kid := range slices.Sorted(maps.Keys(ks.rsaPub)) {
+		pub := ks.rsaPub[kid]
+		out = append(out, JWK{Kty: "RSA", Kid: kid, Use: "sig", Alg: AlgRS256,
+			N: base64.RawURLEncoding.EncodeToString(pub.N.Bytes()),
+			E: base64.RawURLEncoding.EncodeToString(big.NewInt(int64(pub.E)).Bytes())})
 	}
 	return out
 }

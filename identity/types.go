@@ -38,11 +38,23 @@ const (
 	ScopeEventStreamAdmin     = "eventstream:subscription:administrator"
 )
 
-// AllScopes lists every scope a client may be granted.
+// AllScopes lists every scope a client_credentials token may be granted.
 var AllScopes = []string{
 	ScopeAuditExport, ScopeNotificationAdmin, ScopeNotificationConsumer,
 	ScopeEventConsumer, ScopeEventProducer, ScopeEventStreamAdmin,
 }
+
+// OpenID Connect scopes (OpenID Connect Core §5.4, §11): a relying party
+// asks for them at the authorization endpoint of package oidc.
+const (
+	ScopeOpenID        = "openid"
+	ScopeProfile       = "profile"
+	ScopeEmail         = "email"
+	ScopeOfflineAccess = "offline_access"
+)
+
+// OIDCScopes lists the OpenID Connect scopes a client may be registered for.
+var OIDCScopes = []string{ScopeOpenID, ScopeProfile, ScopeEmail, ScopeOfflineAccess}
 
 // Plan feature names.
 const FeatureFIDOImport = "fido-import"
@@ -184,7 +196,9 @@ type User struct {
 	CreatedAt    time.Time
 }
 
-// OAuthClient is a confidential OAuth 2.0 client (client_credentials grant).
+// OAuthClient is an OAuth 2.0 client: a confidential client of the
+// client_credentials grant, or a relying party of the OpenID Provider
+// (package oidc), confidential or public.
 type OAuthClient struct {
 	ID         string // client_id
 	TenantID   string
@@ -197,7 +211,58 @@ type OAuthClient struct {
 	// names them instead of the platform, so an embedder's own API can
 	// refuse tokens minted for Latchkey's areas and the other way round.
 	Resources []string
-	CreatedAt time.Time
+	// Type is ClientConfidential ("" reads as it) or ClientPublic: a
+	// public client (a single-page or native application) has no secret
+	// and authenticates by its client_id alone, so PKCE is its only proof.
+	Type string
+	// RedirectURIs are the exact redirect URIs of the authorization code
+	// flow; PostLogoutRedirectURIs those of RP-initiated logout.
+	RedirectURIs           []string
+	PostLogoutRedirectURIs []string
+	// GrantTypes are the grants the client may use; empty means
+	// client_credentials alone (clients registered before the OpenID
+	// Provider existed).
+	GrantTypes []string
+	// IDTokenAlg signs the client's ID tokens: RS256 ("" reads as it, the
+	// algorithm OpenID Connect requires every relying party to accept) or
+	// ES256.
+	IDTokenAlg string
+	CreatedAt  time.Time
+}
+
+// Client types and grant types of OAuthClient.
+const (
+	ClientConfidential = "confidential"
+	ClientPublic       = "public"
+
+	GrantClientCredentials = "client_credentials"
+	GrantAuthorizationCode = "authorization_code"
+	GrantRefreshToken      = "refresh_token"
+)
+
+// ID token signing algorithms (OAuthClient.IDTokenAlg).
+const (
+	AlgRS256 = "RS256"
+	AlgES256 = "ES256"
+)
+
+// IsPublic reports whether c is a public client (no secret).
+func (c OAuthClient) IsPublic() bool { return c.Type == ClientPublic }
+
+// AllowsGrant reports whether c may use grant type g.
+func (c OAuthClient) AllowsGrant(g string) bool {
+	if len(c.GrantTypes) == 0 {
+		return g == GrantClientCredentials
+	}
+	return slices.Contains(c.GrantTypes, g)
+}
+
+// IDTokenAlgorithm is the alg of c's ID tokens.
+func (c OAuthClient) IDTokenAlgorithm() string {
+	if c.IDTokenAlg == "" {
+		return AlgRS256
+	}
+	return c.IDTokenAlg
 }
 
 // APIKey authenticates calls to the authenticator and provisioning areas.

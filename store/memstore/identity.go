@@ -65,6 +65,14 @@ func (s *Store) GetUserByName(ctx context.Context, tenantID, name string) (ident
 // CreateOAuthClient implements identity.Store.
 func (s *Store) CreateOAuthClient(ctx context.Context, c identity.OAuthClient) error {
 	defer s.lock()()
+	if c.Type == "" {
+		c.Type = identity.ClientConfidential // as the SQL stores' column default
+	}
+	for _, l := range []*[]string{&c.RedirectURIs, &c.PostLogoutRedirectURIs, &c.GrantTypes} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
 	return insert(s.oauthClients, c.ID, cloneOAuthClient(c), "client exists")
 }
 

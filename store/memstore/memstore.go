@@ -19,6 +19,7 @@ import (
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/notify"
+	"github.com/latchkey/latchkey/oidc"
 	"github.com/latchkey/latchkey/vault"
 	"github.com/latchkey/latchkey/vtoken"
 )
@@ -39,6 +40,7 @@ var (
 	_ vault.Store                     = (*Store)(nil)
 	_ vtoken.Store                    = (*Store)(nil)
 	_ guide.Store                     = (*Store)(nil)
+	_ oidc.Store                      = (*Store)(nil)
 )
 
 // Store keeps everything in maps behind one lock. Values are copied in and
@@ -67,6 +69,7 @@ type Store struct {
 	guide      guideData                      // guide sessions and SSO settings; see guide.go
 	es         esData                         // area E; see eventstream.go
 	oauth      *oauthData                     // revoked tokens, DPoP proofs; see oauth.go
+	oidc       oidcData                       // the OpenID Provider's state; see oidc.go
 
 	notReady error // what Ready returns; see SetNotReady
 }
@@ -150,6 +153,9 @@ func cloneOAuthClient(c identity.OAuthClient) identity.OAuthClient {
 	c.Scopes = slices.Clone(c.Scopes)
 	c.SecretHash = slices.Clone(c.SecretHash)
 	c.Resources = slices.Clone(c.Resources)
+	c.RedirectURIs = slices.Clone(c.RedirectURIs)
+	c.PostLogoutRedirectURIs = slices.Clone(c.PostLogoutRedirectURIs)
+	c.GrantTypes = slices.Clone(c.GrantTypes)
 	return c
 }
 

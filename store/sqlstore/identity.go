@@ -77,8 +77,14 @@ func (s *Store) GetUserByName(ctx context.Context, tenantID, name string) (ident
 
 // CreateOAuthClient implements identity.Store.
 func (s *Store) CreateOAuthClient(ctx context.Context, c identity.OAuthClient) error {
-	return s.exec(ctx, `INSERT INTO oauth_clients (id, tenant_id, name, secret_hash, scopes, role, resources, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-		c.ID, c.TenantID, c.Name, c.SecretHash, jsonText(c.Scopes), c.Role, jsonText(append([]string{}, c.Resources...)), c.CreatedAt)
+	typ := c.Type
+	if typ == "" {
+		typ = identity.ClientConfidential
+	}
+	return s.exec(ctx, `INSERT INTO oauth_clients (id, tenant_id, name, secret_hash, scopes, role, resources, created_at,
+		client_type, redirect_uris, post_logout_redirect_uris, grant_types, id_token_alg) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		c.ID, c.TenantID, c.Name, append([]byte{}, c.SecretHash...), jsonText(c.Scopes), c.Role, jsonText(append([]string{}, c.Resources...)), c.CreatedAt,
+		typ, append([]string{}, c.RedirectURIs...), append([]string{}, c.PostLogoutRedirectURIs...), append([]string{}, c.GrantTypes...), c.IDTokenAlg)
 }
 
 // GetOAuthClient implements identity.Store.
@@ -87,10 +93,21 @@ func (s *Store) GetOAuthClient(ctx context.Context, id string) (identity.OAuthCl
 		c                 identity.OAuthClient
 		scopes, resources []byte
 	)
-	err := s.c.Read().QueryRow(ctx, `SELECT id, tenant_id, name, secret_hash, scopes, role, resources, created_at FROM oauth_clients WHERE id = $1`, id).
-		Scan(&c.ID, &c.TenantID, &c.Name, &c.SecretHash, &scopes, &c.Role, &resources, &c.CreatedAt)
+	err := s.c.Read().QueryRow(ctx, `SELECT id, tenant_id, name, secret_hash, scopes, role, resources, created_at,
+		client_type, redirect_uris, post_logout_redirect_uris, grant_types, id_token_alg FROM oauth_clients WHERE id = $1`, id).
+		Scan(&c.ID, &c.TenantID, &c.Name, &c.SecretHash, &scopes, &c.Role, &resources, &c.CreatedAt,
+			&c.Type, &c.RedirectURIs, &c.PostLogoutRedirectURIs, &c.GrantTypes, &c.IDTokenAlg)
 	if err != nil {
 		return identity.OAuthClient{}, s.notFound(err, "client")
+	}
+	if len(c.SecretHash) == 0 {
+		c.SecretHash = nil // a public client's, read as it was written
+	}
+	// Lists read as they were written: nil when empty.
+	for _, l := range []*[]string{&c.RedirectURIs, &c.PostLogoutRedirectURIs, &c.GrantTypes} {
+		if len(*l) == 0 {
+			*l = nil
+		}
 	}
 	if err := unmarshal(resources, &c.Resources); err != nil {
 		return identity.OAuthClient{}, err

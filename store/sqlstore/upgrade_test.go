@@ -188,7 +188,9 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 		{"tenant 2", tenant2, func() (any, error) { return s.GetTenantByCode(ctx, "BETA000002") }},
 		{"alice", userAlice, func() (any, error) { return s.GetUser(ctx, tn1, alice) }},
 		{"bob", userBob, func() (any, error) { return s.GetUserByName(ctx, tn1, "bob") }},
-		{"oauth client", oauth, func() (any, error) { return s.GetOAuthClient(ctx, oauth.ID) }},
+		// A client stored before the OpenID Provider reads as a
+		// confidential client of client_credentials alone (migration 0015).
+		{"oauth client", withType(oauth, identity.ClientConfidential), func() (any, error) { return s.GetOAuthClient(ctx, oauth.ID) }},
 		{"api key 1", apiKey1, func() (any, error) { return s.GetAPIKeyByHash(ctx, apiKey1.Hash) }},
 		{"api key 2", apiKey2, func() (any, error) { return s.GetAPIKeyByHash(ctx, apiKey2.Hash) }},
 		{"signing keys", sigKeys, func() (any, error) { return s.ListSigningKeys(ctx) }},
@@ -246,4 +248,9 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 			t.Errorf("%s (-want +got):\n%s", c.name, d)
 		}
 	}
+}
+
+func withType(c identity.OAuthClient, typ string) identity.OAuthClient {
+	c.Type = typ
+	return c
 }

@@ -111,7 +111,8 @@ var identityTests = []test{
 	{"OAuthClientsAndAPIKeys", func(t *testing.T, ctx context.Context, s Store) {
 		a := mustCreateTenant(t, ctx, s, "AAAAAAAAAA")
 		sum := sha256.Sum256([]byte("secret"))
-		c := identity.OAuthClient{ID: "lkc_1", TenantID: a.ID, Name: "robot", SecretHash: sum[:], Scopes: []string{"audit:export"}, Role: "tenant-admin", CreatedAt: Epoch}
+		c := identity.OAuthClient{ID: "lkc_1", TenantID: a.ID, Name: "robot", SecretHash: sum[:], Scopes: []string{"audit:export"}, Role: "tenant-admin", CreatedAt: Epoch,
+			Type: identity.ClientConfidential}
 		if err := s.CreateOAuthClient(ctx, c); err != nil {
 			t.Fatal(err)
 		}

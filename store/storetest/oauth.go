@@ -21,7 +21,7 @@ var oauthTests = []test{
 		a := mustCreateTenant(t, ctx, s, "AAAAAAAAAA")
 		sum := sha256.Sum256([]byte("secret"))
 		c := identity.OAuthClient{ID: "lkc_r", TenantID: a.ID, Name: "api", SecretHash: sum[:], Scopes: []string{"audit:export"},
-			Resources: []string{"https://api.example.com", "https://billing.example.com/v1"}, CreatedAt: Epoch}
+			Resources: []string{"https://api.example.com", "https://billing.example.com/v1"}, CreatedAt: Epoch, Type: identity.ClientConfidential}
 		if err := s.CreateOAuthClient(ctx, c); err != nil {
 			t.Fatal(err)
 		}

@@ -1,0 +1,41 @@
+package oidc
+
+import "github.com/latchkey/latchkey/identity"
+
+// Endpoints are the absolute URLs of the provider's endpoints, as the
+// HTTP layer mounts them.
+type Endpoints struct {
+	Authorization, Token, UserInfo, JWKS, EndSession string
+	Introspection, Revocation                        string
+}
+
+// Discovery is the OpenID Provider Metadata (OpenID Connect Discovery
+// 1.0 §3), derived from the configuration, never written by hand.
+func (s *Service) Discovery(e Endpoints) map[string]any {
+	auth := []string{"client_secret_basic", "client_secret_post", "none"}
+	return map[string]any{
+		"issuer":                                s.Issuer(),
+		"authorization_endpoint":                e.Authorization,
+		"token_endpoint":                        e.Token,
+		"userinfo_endpoint":                     e.UserInfo,
+		"jwks_uri":                              e.JWKS,
+		"end_session_endpoint":                  e.EndSession,
+		"introspection_endpoint":                e.Introspection,
+		"revocation_endpoint":                   e.Revocation,
+		"response_types_supported":              []string{"code"},
+		"response_modes_supported":              []string{"query"},
+		"grant_types_supported":                 []string{identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantClientCredentials},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"id_token_signing_alg_values_supported": []string{identity.AlgRS256, identity.AlgES256},
+		"subject_types_supported":               []string{"public"},
+		"scopes_supported":                      append(append([]string{}, identity.OIDCScopes...), identity.AllScopes...),
+		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "amr", "sid", "at_hash", "azp",
+			"preferred_username", "name"},
+		"prompt_values_supported":                        []string{"none", "login"},
+		"token_endpoint_auth_methods_supported":          auth,
+		"authorization_response_iss_parameter_supported": true,
+		"request_parameter_supported":                    false,
+		"request_uri_parameter_supported":                false,
+		"claims_parameter_supported":                     false,
+	}
+}

@@ -1,0 +1,111 @@
+package oidc
+
+import (
+	"context"
+	"time"
+
+	"github.com/latchkey/latchkey/identity"
+)
+
+// AuthCode is an authorization code (RFC 6749 §4.1.2) as stored: only
+// its SHA-256, with everything the token request must match and the ID
+// token must say.
+type AuthCode struct {
+	Hash []byte
+	// GrantID names what the code issues: the jti of the first access
+	// token and the family of its refresh tokens, so that a replayed code
+	// can revoke them (RFC 9700 §4.5).
+	GrantID     string
+	ClientID    string
+	TenantID    string
+	UserID      identity.ObjectID
+	RedirectURI string // exactly as the authorization request sent it
+	Challenge   string // PKCE S256 code_challenge
+	Scope       string // the scopes granted, space-separated
+	Nonce       string
+	SID         string   // the browser session's sid claim
+	AMR         []string // RFC 8176 methods of the sign-in
+	AuthTime    time.Time
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+	// UsedAt is when the code was redeemed; nil until then.
+	UsedAt *time.Time
+}
+
+// RefreshToken is a refresh token of the code flow as stored (only its
+// SHA-256). A used token is kept, marked, until it expires: presenting it
+// again is a replay that revokes its whole grant (RFC 9700 §4.14.2).
+type RefreshToken struct {
+	Hash      []byte
+	GrantID   string
+	ClientID  string
+	TenantID  string
+	UserID    identity.ObjectID
+	Scope     string
+	SID       string
+	AMR       []string
+	AuthTime  time.Time
+	AccessJTI string // the jti of the access token issued with this one
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+}
+
+// Session is a browser's sign-in at the hosted page: a second
+// authorization request of the same tenant within its life needs no new
+// sign-in (prompt=none answers at once). Only the SHA-256 of the cookie's
+// session id is stored.
+type Session struct {
+	IDHash    []byte
+	SID       string // the public sid of ID tokens, never the cookie's id
+	TenantID  string
+	UserID    identity.ObjectID
+	UserName  string
+	AMR       []string
+	AuthTime  time.Time
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Store keeps the provider's codes, refresh tokens and browser sessions.
+// Implementations never read the clock (times come in the arguments),
+// return fault.Internal for failures not named below, and are safe for
+// concurrent use by several processes sharing the database.
+type Store interface {
+	// CreateAuthCode stores c. Conflict if its hash exists. Codes that
+	// expired more than CodeRetention before c.CreatedAt may be deleted by
+	// the same call.
+	CreateAuthCode(ctx context.Context, c AuthCode) error
+	// TakeAuthCode marks the code whose hash is hash used at now and
+	// returns it as it was before: UsedAt nil for the first caller, of
+	// any number of concurrent ones; set (and nothing changed) for every
+	// later one. NotFound if absent.
+	TakeAuthCode(ctx context.Context, hash []byte, now time.Time) (AuthCode, error)
+
+	// CreateOIDCRefreshToken stores t. Conflict if its hash exists.
+	// Tokens whose ExpiresAt is before t.CreatedAt may be deleted by the
+	// same call.
+	CreateOIDCRefreshToken(ctx context.Context, t RefreshToken) error
+	// TakeOIDCRefreshToken marks the token whose hash is hash used at now
+	// and returns it as it was before, as TakeAuthCode does. NotFound if
+	// absent.
+	TakeOIDCRefreshToken(ctx context.Context, hash []byte, now time.Time) (RefreshToken, error)
+	// RevokeOIDCGrant marks every unused refresh token of the grant used
+	// at now and returns every token of the grant (so the caller can
+	// revoke the access tokens they name).
+	RevokeOIDCGrant(ctx context.Context, grantID string, now time.Time) ([]RefreshToken, error)
+
+	// CreateOIDCSession stores s. Conflict if its IDHash exists. Sessions
+	// whose ExpiresAt is before s.CreatedAt may be deleted by the same call.
+	CreateOIDCSession(ctx context.Context, s Session) error
+	// GetOIDCSession returns the session whose id hashes to idHash.
+	// NotFound if absent.
+	GetOIDCSession(ctx context.Context, idHash []byte) (Session, error)
+	// DeleteOIDCSession removes the session whose id hashes to idHash.
+	// NotFound if absent.
+	DeleteOIDCSession(ctx context.Context, idHash []byte) error
+}
+
+// CodeRetention is how long a code is kept after it expired, so that a
+// replay soon after still finds it and revokes what it issued.
+const CodeRetention = time.Hour

@@ -92,8 +92,22 @@ type Dialect struct {
 	Unindexed func(col string) string
 	// NotifySeqs returns the query (and its arguments) of the merge of
 	// one index-only walk of events_by_type per type: the first limit
-	// seqs in (after, head] of any of types, in order.
-	NotifySeqs func(tenantID string, types []string, after, head int64, limit int) (string, []any)
+	// seqs in (after, head] of any of types, in order. A database with
+	// PartitionedEvents also leaves out events received before notBefore
+	// (which prunes the partitions), others may keep them.
+	NotifySeqs func(tenantID string, types []string, after, head int64, notBefore time.Time, limit int) (string, []any)
+	// PartitionedEvents says the events and event_users tables are
+	// partitioned by received_at (PostgreSQL): event_heads keeps the
+	// received_at of each tenant's last event and an append raises an
+	// earlier one to it, so that received_at never decreases along a
+	// tenant's seqs; user rows carry their event's received_at.
+	PartitionedEvents bool
+	// RecentEvents, when set, returns a condition on the received_at
+	// column col of a tenant's (bound as $1) log rows that holds for its
+	// newest events, or for none when the database cannot tell. An events
+	// query tries it first and reads the whole log only when the recent
+	// rows do not fill the page and the count (see QueryEvents).
+	RecentEvents func(col string) string
 }
 
 // Store is every area's store on one SQL database. It is safe for

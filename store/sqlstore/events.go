@@ -183,7 +183,9 @@ func (s *Store) eventWhere(tenantID string, q events.Query, recent bool) (from, 
 		}
 		conds = append(conds, `u.tenant_id = `+arg(tenantID), `u.user_id = `+arg(q.UserID))
 		if recent {
-			conds = append(conds, s.d.RecentEvents("u.received_at"))
+			// On both sides: the planner does not carry a range across
+			// the join's equality.
+			conds = append(conds, s.d.RecentEvents("u.received_at"), s.d.RecentEvents("e.received_at"))
 		}
 	} else {
 		from = `events e`

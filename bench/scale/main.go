@@ -208,7 +208,9 @@ type layout struct {
 	days int
 }
 
-func (l layout) dayStart(k int) time.Time { return l.end.Add(-time.Duration(l.days-k) * 24 * time.Hour) }
+func (l layout) dayStart(k int) time.Time {
+	return l.end.Add(-time.Duration(l.days-k) * 24 * time.Hour)
+}
 
 // at is the received_at of event i of n.
 func (l layout) at(i, n int) time.Time {

@@ -394,7 +394,7 @@ func TestQueriesPruneToRecentPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, q := range []events.Query{{Filter: f, Limit: 20}, {Limit: 20}, {UserID: "alice", Limit: 20}} {
-		query, args, err := s.EventQuery("t1", q)
+		query, args, err := s.EventQuery(ctx, "t1", q)
 		if err != nil {
 			t.Fatal(err)
 		}

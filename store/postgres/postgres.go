@@ -67,21 +67,20 @@ const notifySeqs = `SELECT s.seq FROM unnest($2::text[]) AS t(type_id)
 	ORDER BY s.seq LIMIT $5`
 
 // recentWindow is how far before the received_at of a tenant's last event
-// an events query first looks (sqlstore.Dialect.RecentEvents): about the
-// newest one or two partitions at the default interval.
-const recentWindow = "interval '1 day'"
+// an events query first looks (sqlstore.Dialect.RecentEvents).
+const recentWindow = "interval '1 hour'"
 
-// recentEvents is the condition of sqlstore.Dialect.RecentEvents: the
-// tenant's events received at most recentWindow before its last one. It
-// holds for none (the query then reads the whole log) while that bound
-// lies in the legacy partition, whose rows, stored before migration 18,
-// may have received_at out of seq order. The bound is an InitPlan, so the
-// partitions below it are pruned when the query starts.
-func recentEvents(col string) string {
-	return col + ` >= (SELECT h.received_at - ` + recentWindow + ` FROM event_heads h WHERE h.tenant_id = $1
-		AND h.received_at - ` + recentWindow + ` >= (SELECT coalesce(max(upper_bound), '-infinity') FROM log_partitions
-			WHERE parent = 'events' AND lower_bound IS NULL))`
-}
+// recentEvents is sqlstore.Dialect.RecentEvents: the start of the
+// partition that holds the instant recentWindow before the tenant's last
+// event. The start of the partition, not the instant itself: a walk of a
+// partition's index in seq order cannot stop at a received_at inside it,
+// and would read the partition's rows below the instant one by one; a
+// whole partition passes or is pruned (when the statement is planned: the
+// bound is a parameter). NULL while that instant lies in the legacy
+// partition (no lower_bound), whose rows, stored before migration 18, may
+// have received_at out of seq order.
+const recentEvents = `SELECT max(p.lower_bound) FROM event_heads h, log_partitions p
+	WHERE h.tenant_id = $1 AND p.parent = 'events' AND p.lower_bound <= h.received_at - ` + recentWindow
 
 // Options tune Open.
 type Options struct {

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -167,9 +169,9 @@ func (a *eventAppend) write(b *Batch) {
 // event_users, the compiled filter and the plain index conditions it
 // implies.
 //
-// recent adds Dialect.RecentEvents, on the table whose index the query
-// walks.
-func (s *Store) eventWhere(tenantID string, q events.Query, recent bool) (from, where string, args []any, err error) {
+// since, when not nil, keeps the events received since then (see
+// QueryEvents), on both tables of a join.
+func (s *Store) eventWhere(tenantID string, q events.Query, since *time.Time) (from, where string, args []any, err error) {
 	var conds []string
 	arg := func(v any) string {
 		args = append(args, v)
@@ -182,16 +184,17 @@ func (s *Store) eventWhere(tenantID string, q events.Query, recent bool) (from, 
 			from += ` AND e.received_at = u.received_at`
 		}
 		conds = append(conds, `u.tenant_id = `+arg(tenantID), `u.user_id = `+arg(q.UserID))
-		if recent {
+		if since != nil {
 			// On both sides: the planner does not carry a range across
 			// the join's equality.
-			conds = append(conds, s.d.RecentEvents("u.received_at"), s.d.RecentEvents("e.received_at"))
+			n := arg(*since)
+			conds = append(conds, `u.received_at >= `+n, `e.received_at >= `+n)
 		}
 	} else {
 		from = `events e`
 		conds = append(conds, `e.tenant_id = `+arg(tenantID))
-		if recent {
-			conds = append(conds, s.d.RecentEvents("e.received_at"))
+		if since != nil {
+			conds = append(conds, `e.received_at >= `+arg(*since))
 		}
 	}
 	if q.Filter != nil {
@@ -225,13 +228,18 @@ func (s *Store) eventWhere(tenantID string, q events.Query, recent bool) (from, 
 //
 // With Dialect.RecentEvents the page and the count are first read from
 // the tenant's recent events only (on a partitioned log: the newest
-// partitions). Since seqs and received_at grow together, the newest
-// matches there are the newest of the whole log: when they fill the page
-// and reach the count's limit, they are the answer; what falls short is
-// read again from the whole log.
+// partitions, the others pruned when the statements are planned). Since
+// seqs and received_at grow together, the newest matches there are the
+// newest of the whole log: when they fill the page and reach the count's
+// limit, they are the answer; what falls short is read again from the
+// whole log.
 func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query) ([]events.Event, int, error) {
-	recent := s.d.RecentEvents != nil
-	page, count, args, err := s.eventQueries(tenantID, q, recent)
+	since, err := s.recentSince(ctx, tenantID)
+	if err != nil {
+		return nil, 0, err
+	}
+	recent := since != nil
+	page, count, args, err := s.eventQueries(tenantID, q, since)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -243,7 +251,7 @@ func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query
 	if err != nil || !recent || (len(evs) == q.Limit && total == q.CountLimit) {
 		return evs, total, err
 	}
-	page, count, args, err = s.eventQueries(tenantID, q, false)
+	page, count, args, err = s.eventQueries(tenantID, q, nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -268,19 +276,37 @@ func (s *Store) countEvents(ctx context.Context, count string, args []any, limit
 	return total, s.c.MapErr(err)
 }
 
+// recentSince runs Dialect.RecentEvents: nil when there is none, or it
+// has no answer.
+func (s *Store) recentSince(ctx context.Context, tenantID string) (*time.Time, error) {
+	if s.d.RecentEvents == "" {
+		return nil, nil
+	}
+	var since *time.Time
+	err := s.c.Read().QueryRow(ctx, s.d.RecentEvents, tenantID).Scan(&since)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, s.c.MapErr(err)
+	}
+	return since, nil
+}
+
 // EventQuery returns the statement QueryEvents runs first for a page, with
 // its arguments (the page's limit and offset last): for a look at its plan
 // (EXPLAIN) in tests and by operators.
-func (s *Store) EventQuery(tenantID string, q events.Query) (string, []any, error) {
-	page, _, args, err := s.eventQueries(tenantID, q, s.d.RecentEvents != nil)
+func (s *Store) EventQuery(ctx context.Context, tenantID string, q events.Query) (string, []any, error) {
+	since, err := s.recentSince(ctx, tenantID)
+	if err != nil {
+		return "", nil, err
+	}
+	page, _, args, err := s.eventQueries(tenantID, q, since)
 	return page, append(args, q.Limit, q.Offset), err
 }
 
 // eventQueries returns the page and count statements of a query and
 // their common arguments; the page's limit and offset, or the count's
-// limit, follow them. recent: see eventWhere.
-func (s *Store) eventQueries(tenantID string, q events.Query, recent bool) (page, count string, args []any, err error) {
-	from, where, args, err := s.eventWhere(tenantID, q, recent)
+// limit, follow them. since: see eventWhere.
+func (s *Store) eventQueries(tenantID string, q events.Query, since *time.Time) (page, count string, args []any, err error) {
+	from, where, args, err := s.eventWhere(tenantID, q, since)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -290,7 +316,14 @@ func (s *Store) eventQueries(tenantID string, q events.Query, recent bool) (page
 	}
 	n := strconv.Itoa(len(args) + 1)
 	page = `SELECT ` + eventCols + ` FROM ` + from + ` WHERE ` + where + ` ORDER BY ` + order + ` DESC LIMIT $` + n + ` OFFSET $` + strconv.Itoa(len(args)+2)
-	count = `SELECT count(*) FROM (SELECT 1 FROM ` + from + ` WHERE ` + where + ` LIMIT $` + n + `) c`
+	inner := ``
+	if s.d.PartitionedEvents {
+		// The count walks the page's index too, and stops at its limit:
+		// left to choose, PostgreSQL's planner reads the whole of a
+		// partition's type range into a bitmap first.
+		inner = ` ORDER BY ` + order + ` DESC`
+	}
+	count = `SELECT count(*) FROM (SELECT 1 FROM ` + from + ` WHERE ` + where + inner + ` LIMIT $` + n + `) c`
 	return page, count, args, nil
 }
 

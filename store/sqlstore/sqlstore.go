@@ -102,12 +102,14 @@ type Dialect struct {
 	// earlier one to it, so that received_at never decreases along a
 	// tenant's seqs; user rows carry their event's received_at.
 	PartitionedEvents bool
-	// RecentEvents, when set, returns a condition on the received_at
-	// column col of a tenant's (bound as $1) log rows that holds for its
-	// newest events, or for none when the database cannot tell. An events
-	// query tries it first and reads the whole log only when the recent
-	// rows do not fill the page and the count (see QueryEvents).
-	RecentEvents func(col string) string
+	// RecentEvents, when set, is a query of one value: the received_at
+	// from which on a tenant's (bound as $1) newest events lie, chosen so
+	// that the database reads little to find them (on a partitioned log,
+	// the start of a recent partition), or NULL or no row when it cannot
+	// tell. An events query tries the events received since then first
+	// and reads the whole log only when they do not fill the page and the
+	// count (see QueryEvents).
+	RecentEvents string
 }
 
 // Store is every area's store on one SQL database. It is safe for

@@ -29,6 +29,8 @@ type childResult struct {
 	Events int64 `json:"events"`
 	Posts  int64 `json:"posts"`
 	Errors int64 `json:"errors"`
+	// Commits is the ingest transactions (group commits) of the run.
+	Commits int64 `json:"commits"`
 }
 
 // postBody is a post of n events for the ingest children (the P3 shape).
@@ -71,6 +73,7 @@ func childIngest(ctx context.Context, c config) error {
 		return err
 	}
 	var res childResult
+	before := svc.IngestStats()
 	deadline := time.Now().Add(c.ingestD)
 	var wg sync.WaitGroup
 	var next atomic.Int64
@@ -91,6 +94,7 @@ func childIngest(ctx context.Context, c config) error {
 		})
 	}
 	wg.Wait()
+	res.Commits = svc.IngestStats().Batches - before.Batches
 	b, _ := json.Marshal(res)
 	fmt.Println(string(b))
 	io.Copy(io.Discard, in)
@@ -188,6 +192,7 @@ func ingest(ctx context.Context, c config) error {
 				total.Events += res.Events
 				total.Posts += res.Posts
 				total.Errors += res.Errors
+				total.Commits += res.Commits
 			}
 			el := time.Since(t0)
 			pids, err = backends(ctx, conn, u.Database)
@@ -211,8 +216,9 @@ func ingest(ctx context.Context, c config) error {
 			}
 			rate := float64(total.Events) / el.Seconds()
 			perEvent := func(ticks int64) float64 { return float64(ticks) / ticksPerSecond / float64(total.Events) * 1e6 }
-			fmt.Printf("ingest procs=%d tenants=%-3d posters=%d post=%d: %d events in %.1f s = %.0f events/s, errors %d; CPU µs/event: processes %.1f + postgres %.1f = %.1f\n",
-				procs, tn, c.posters, c.postSize, total.Events, el.Seconds(), rate, total.Errors, perEvent(appTicks), perEvent(pgTicks), perEvent(appTicks+pgTicks))
+			fmt.Printf("ingest procs=%d tenants=%-3d posters=%d post=%d: %d events in %.1f s = %.0f events/s, errors %d, %.1f posts/commit; CPU µs/event: processes %.1f + postgres %.1f = %.1f\n",
+				procs, tn, c.posters, c.postSize, total.Events, el.Seconds(), rate, total.Errors, float64(total.Posts)/float64(max(total.Commits, 1)),
+				perEvent(appTicks), perEvent(pgTicks), perEvent(appTicks+pgTicks))
 		}
 	}
 	return nil

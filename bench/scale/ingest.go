@@ -175,6 +175,10 @@ func ingest(ctx context.Context, c config) error {
 			for _, ch := range children {
 				startTicks[-ch.Process.Pid] = cpuTicks(ch.Process.Pid)
 			}
+			var walStart, walEnd int64
+			if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'`).Scan(&walStart); err != nil {
+				return err
+			}
 			t0 := time.Now()
 			for _, w := range stdins {
 				io.WriteString(w, "go\n")
@@ -195,6 +199,9 @@ func ingest(ctx context.Context, c config) error {
 				total.Commits += res.Commits
 			}
 			el := time.Since(t0)
+			if err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'`).Scan(&walEnd); err != nil {
+				return err
+			}
 			pids, err = backends(ctx, conn, u.Database)
 			if err != nil {
 				return err
@@ -216,8 +223,8 @@ func ingest(ctx context.Context, c config) error {
 			}
 			rate := float64(total.Events) / el.Seconds()
 			perEvent := func(ticks int64) float64 { return float64(ticks) / ticksPerSecond / float64(total.Events) * 1e6 }
-			fmt.Printf("ingest procs=%d tenants=%-3d posters=%d post=%d: %d events in %.1f s = %.0f events/s, errors %d, %.1f posts/commit; CPU µs/event: processes %.1f + postgres %.1f = %.1f\n",
-				procs, tn, c.posters, c.postSize, total.Events, el.Seconds(), rate, total.Errors, float64(total.Posts)/float64(max(total.Commits, 1)),
+			fmt.Printf("ingest procs=%d tenants=%-3d posters=%d post=%d: %d events in %.1f s = %.0f events/s, errors %d, %.1f posts/commit, WAL %.0f B/event (whole server); CPU µs/event: processes %.1f + postgres %.1f = %.1f\n",
+				procs, tn, c.posters, c.postSize, total.Events, el.Seconds(), rate, total.Errors, float64(total.Posts)/float64(max(total.Commits, 1)), float64(walEnd-walStart)/float64(total.Events),
 				perEvent(appTicks), perEvent(pgTicks), perEvent(appTicks+pgTicks))
 		}
 	}

@@ -51,6 +51,12 @@ var Dialect = sqlstore.Dialect{
 	},
 	PartitionedEvents: true,
 	RecentEvents:      recentEvents,
+	InsertEvents: `INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body, trace_parent)
+		SELECT t, s, i, ty, o, r, ARRAY(SELECT jsonb_array_elements_text(u::jsonb)), b::jsonb, tp
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[])
+			AS x(t, s, i, ty, o, r, u, b, tp)`,
+	InsertEventUsers: `INSERT INTO event_users (tenant_id, user_id, seq, received_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[])`,
 }
 
 // notifySeqs merges one index-only walk of events_by_type per type, each

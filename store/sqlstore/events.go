@@ -61,7 +61,7 @@ func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, re
 	if len(evs) == 0 && len(recs) == 0 {
 		return nil
 	}
-	ea := newEventAppend(evs, s.d.PartitionedEvents)
+	ea := newEventAppend(evs, &s.d)
 	aa, err := newAuditAppend(recs)
 	if err != nil {
 		return err
@@ -84,11 +84,12 @@ type eventAppend struct {
 	// at is each head's received_at, on a partitioned log (nil
 	// otherwise): no event is stored with an earlier one.
 	at map[string]time.Time
+	d  *Dialect
 }
 
-func newEventAppend(evs []*events.Event, partitioned bool) *eventAppend {
-	a := &eventAppend{evs: evs}
-	if partitioned {
+func newEventAppend(evs []*events.Event, d *Dialect) *eventAppend {
+	a := &eventAppend{evs: evs, d: d}
+	if d.PartitionedEvents {
 		a.at = make(map[string]time.Time)
 	}
 	for _, e := range evs {
@@ -133,6 +134,10 @@ func (a *eventAppend) lock(b *Batch) {
 // on a partitioned log, raises a received_at before the head's to it), and
 // queues their inserts (with their user rows) and the heads' advance.
 func (a *eventAppend) write(b *Batch) {
+	if a.d.InsertEvents != "" {
+		a.writeRows(b)
+		return
+	}
 	for _, e := range a.evs {
 		seq := a.heads[e.TenantID] + 1
 		a.heads[e.TenantID] = seq
@@ -155,6 +160,52 @@ func (a *eventAppend) write(b *Batch) {
 				b.Exec(nil, insertEventUser, e.TenantID, u, seq)
 			}
 		}
+	}
+	for _, id := range a.tenants {
+		if a.at != nil {
+			b.Exec(nil, advanceEventsAt, id, a.heads[id], a.at[id])
+		} else {
+			b.Exec(nil, advanceEvents, id, a.heads[id])
+		}
+	}
+}
+
+// writeRows is write with Dialect.InsertEvents: the rows go as arrays.
+func (a *eventAppend) writeRows(b *Batch) {
+	n := len(a.evs)
+	var (
+		tenants, evIDs, types, occurred, users, bodies, traces = make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		seqs             = make([]int64, n)
+		received         = make([]time.Time, n)
+		uTenants, uUsers []string
+		uSeqs            []int64
+		uReceived        []time.Time
+	)
+	for i, e := range a.evs {
+		seq := a.heads[e.TenantID] + 1
+		a.heads[e.TenantID] = seq
+		e.Seq, e.ID = seq, ids.NewGUID()
+		if a.at != nil {
+			if last := a.at[e.TenantID]; e.ReceivedAt.Before(last) {
+				e.ReceivedAt = last
+			}
+			a.at[e.TenantID] = e.ReceivedAt
+		}
+		u := e.UserIDs
+		if u == nil {
+			u = []string{}
+		}
+		tenants[i], seqs[i], evIDs[i], types[i] = e.TenantID, seq, e.ID, e.TypeID
+		occurred[i], received[i], users[i] = e.Time.UTC().Format(events.TimeLayout), e.ReceivedAt, jsonText(u)
+		bodies[i], traces[i] = string(e.Body), e.TraceParent
+		for _, uid := range e.UserIDs {
+			uTenants, uUsers, uSeqs, uReceived = append(uTenants, e.TenantID), append(uUsers, uid), append(uSeqs, seq), append(uReceived, e.ReceivedAt)
+		}
+	}
+	b.Exec(nil, a.d.InsertEvents, tenants, seqs, evIDs, types, occurred, received, users, bodies, traces)
+	if len(uTenants) > 0 {
+		b.Exec(nil, a.d.InsertEventUsers, uTenants, uUsers, uSeqs, uReceived)
 	}
 	for _, id := range a.tenants {
 		if a.at != nil {

@@ -139,15 +139,7 @@ func (a *eventAppend) write(b *Batch) {
 		return
 	}
 	for _, e := range a.evs {
-		seq := a.heads[e.TenantID] + 1
-		a.heads[e.TenantID] = seq
-		e.Seq, e.ID = seq, ids.NewGUID()
-		if a.at != nil {
-			if last := a.at[e.TenantID]; e.ReceivedAt.Before(last) {
-				e.ReceivedAt = last
-			}
-			a.at[e.TenantID] = e.ReceivedAt
-		}
+		seq := a.number(e)
 		users := e.UserIDs
 		if users == nil {
 			users = []string{}
@@ -161,6 +153,26 @@ func (a *eventAppend) write(b *Batch) {
 			}
 		}
 	}
+	a.advance(b)
+}
+
+// number gives e the next seq of its tenant and a new id and, on a
+// partitioned log, raises a received_at before the head's to it.
+func (a *eventAppend) number(e *events.Event) int64 {
+	seq := a.heads[e.TenantID] + 1
+	a.heads[e.TenantID] = seq
+	e.Seq, e.ID = seq, ids.NewGUID()
+	if a.at != nil {
+		if last := a.at[e.TenantID]; e.ReceivedAt.Before(last) {
+			e.ReceivedAt = last
+		}
+		a.at[e.TenantID] = e.ReceivedAt
+	}
+	return seq
+}
+
+// advance queues the heads' advance to the last numbers given.
+func (a *eventAppend) advance(b *Batch) {
 	for _, id := range a.tenants {
 		if a.at != nil {
 			b.Exec(nil, advanceEventsAt, id, a.heads[id], a.at[id])
@@ -183,15 +195,7 @@ func (a *eventAppend) writeRows(b *Batch) {
 		uReceived        []time.Time
 	)
 	for i, e := range a.evs {
-		seq := a.heads[e.TenantID] + 1
-		a.heads[e.TenantID] = seq
-		e.Seq, e.ID = seq, ids.NewGUID()
-		if a.at != nil {
-			if last := a.at[e.TenantID]; e.ReceivedAt.Before(last) {
-				e.ReceivedAt = last
-			}
-			a.at[e.TenantID] = e.ReceivedAt
-		}
+		seq := a.number(e)
 		u := e.UserIDs
 		if u == nil {
 			u = []string{}
@@ -207,13 +211,7 @@ func (a *eventAppend) writeRows(b *Batch) {
 	if len(uTenants) > 0 {
 		b.Exec(nil, a.d.InsertEventUsers, uTenants, uUsers, uSeqs, uReceived)
 	}
-	for _, id := range a.tenants {
-		if a.at != nil {
-			b.Exec(nil, advanceEventsAt, id, a.heads[id], a.at[id])
-		} else {
-			b.Exec(nil, advanceEvents, id, a.heads[id])
-		}
-	}
+	a.advance(b)
 }
 
 // eventWhere builds FROM and WHERE of a query: tenant, user through

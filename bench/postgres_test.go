@@ -214,7 +214,7 @@ func insertRawPostgres(ctx context.Context, pool *pgxpool.Pool, tenant string, s
 		at := start.Add(time.Duration(i) * time.Second)
 		typeID, user, body := eventBody(i, at)
 		evRows = append(evRows, []any{tenant, int64(*seq), identity.NewGUID(), typeID, at.Format(events.TimeLayout), at, []string{user}, body})
-		userRows = append(userRows, []any{tenant, user, int64(*seq)})
+		userRows = append(userRows, []any{tenant, user, int64(*seq), at})
 	}
 	return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
@@ -223,7 +223,7 @@ func insertRawPostgres(ctx context.Context, pool *pgxpool.Pool, tenant string, s
 				[]string{"tenant_id", "seq", "id", "type_id", "occurred_at", "received_at", "user_ids", "body"}, pgx.CopyFromRows(evRows)); err != nil {
 				return err
 			}
-			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"event_users"}, []string{"tenant_id", "user_id", "seq"}, pgx.CopyFromRows(userRows)); err != nil {
+			if _, err := tx.CopyFrom(ctx, pgx.Identifier{"event_users"}, []string{"tenant_id", "user_id", "seq", "received_at"}, pgx.CopyFromRows(userRows)); err != nil {
 				return err
 			}
 		} else {
@@ -231,10 +231,11 @@ func insertRawPostgres(ctx context.Context, pool *pgxpool.Pool, tenant string, s
 				b.Queue(`INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, r...)
 			}
 			for _, r := range userRows {
-				b.Queue(`INSERT INTO event_users (tenant_id, user_id, seq) VALUES ($1, $2, $3)`, r...)
+				b.Queue(`INSERT INTO event_users (tenant_id, user_id, seq, received_at) VALUES ($1, $2, $3, $4)`, r...)
 			}
 		}
-		b.Queue(`INSERT INTO event_heads (tenant_id, seq) VALUES ($1, $2) ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq`, tenant, int64(*seq))
+		b.Queue(`INSERT INTO event_heads (tenant_id, seq, received_at) VALUES ($1, $2, $3) ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq, received_at = excluded.received_at`,
+			tenant, int64(*seq), start.Add(time.Duration(first+n-1)*time.Second))
 		return tx.SendBatch(ctx, b).Close()
 	})
 }

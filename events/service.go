@@ -348,9 +348,16 @@ func (s *Service) EmitNative(ctx context.Context, tenantID string, raw json.RawM
 }
 
 // DeleteExpired deletes every event received more than Retention ago, in
-// chunks, and returns how many it deleted.
+// chunks, and returns how many it deleted. On a Partitioner store it
+// maintains the partitions instead: those wholly older than Retention are
+// dropped, new ones created ahead.
 func (s *Service) DeleteExpired(ctx context.Context) (int, error) {
-	cutoff := s.now().Add(-s.cfg.Retention)
+	now := s.now()
+	cutoff := now.Add(-s.cfg.Retention)
+	if p, ok := s.cfg.Store.(Partitioner); ok {
+		n, err := p.MaintainPartitions(ctx, now, cutoff)
+		return int(n), err
+	}
 	total := 0
 	for {
 		n, err := s.cfg.Store.DeleteEventsBefore(ctx, "", cutoff, deleteChunk)

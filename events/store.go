@@ -22,7 +22,10 @@ type Store interface {
 	// exactly one per event and are never reused, even after retention has
 	// deleted every event of the tenant, and concurrent appenders (several
 	// processes included) never interleave within one tenant's numbering.
-	// The events passed in are updated in place. TenantID, TypeID, Time,
+	// The events passed in are updated in place. A store whose log is
+	// partitioned by ReceivedAt (a Partitioner) raises a ReceivedAt earlier
+	// than that of the tenant's last event to it, so that ReceivedAt never
+	// decreases along a tenant's sequence. TenantID, TypeID, Time,
 	// ReceivedAt and Body must be set (as ValidateExternal or
 	// ValidateNative leave them plus a TenantID); UserIDs is stored for
 	// QueryEvents' UserID.
@@ -47,6 +50,21 @@ type Store interface {
 	// returns fewer than limit, so that no transaction holds the log for
 	// long. Sequence numbers of deleted events are not reused.
 	DeleteEventsBefore(ctx context.Context, tenantID string, cutoff time.Time, limit int) (int, error)
+}
+
+// Partitioner is implemented by stores whose log is partitioned by
+// ReceivedAt (PostgreSQL): retention drops whole partitions instead of
+// deleting events one by one, and partitions must exist before events
+// arrive. Service.DeleteExpired then calls MaintainPartitions instead of
+// Store.DeleteEventsBefore, so an event outlives the retention by up to
+// one partition's range.
+type Partitioner interface {
+	// MaintainPartitions creates the partitions the log needs for some
+	// time after now and drops those wholly received before cutoff,
+	// returning (an estimate of) how many events they held. Where several
+	// processes share the store, one of them at a time does the work (the
+	// others' calls return 0 and nil).
+	MaintainPartitions(ctx context.Context, now, cutoff time.Time) (int64, error)
 }
 
 // AuditedAppender is implemented by stores that can append events and

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -30,7 +31,10 @@ var migrationFiles embed.FS
 // database and schema.
 type Store struct {
 	*sqlstore.Store
-	pool *pgxpool.Pool
+	pool     *pgxpool.Pool
+	schema   string        // the schema the tables are in
+	interval time.Duration // Options.PartitionInterval
+	ahead    int           // Options.PartitionsAhead
 }
 
 // Dialect is PostgreSQL's SQL where it differs from SQLite's.
@@ -42,20 +46,47 @@ var Dialect = sqlstore.Dialect{
 	SkipLocked: ` FOR UPDATE SKIP LOCKED`,
 	LockKey:    `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
 	Unindexed:  func(col string) string { return col + ` + interval '0'` },
-	NotifySeqs: func(tenantID string, types []string, after, head int64, limit int) (string, []any) {
-		return notifySeqs, []any{tenantID, types, after, head, limit}
+	NotifySeqs: func(tenantID string, types []string, after, head int64, notBefore time.Time, limit int) (string, []any) {
+		return notifySeqs, []any{tenantID, types, after, head, limit, notBefore}
 	},
+	PartitionedEvents: true,
+	RecentEvents:      recentEvents,
+	InsertEvents: `INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body, trace_parent)
+		SELECT t, s, i, ty, o, r, ARRAY(SELECT jsonb_array_elements_text(u::jsonb)), b::jsonb, tp
+		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[])
+			AS x(t, s, i, ty, o, r, u, b, tp)`,
+	InsertEventUsers: `INSERT INTO event_users (tenant_id, user_id, seq, received_at)
+		SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::timestamptz[])`,
 }
 
 // notifySeqs merges one index-only walk of events_by_type per type, each
-// stopped at a page, through a LATERAL join over the list of types.
+// stopped at a page, through a LATERAL join over the list of types. The
+// bound on received_at prunes the partitions older than the tenant's
+// notification retention (events_by_type carries received_at, so the
+// walks stay index-only).
 const notifySeqs = `SELECT s.seq FROM unnest($2::text[]) AS t(type_id)
 	CROSS JOIN LATERAL (
 		SELECT x.seq FROM events x
-		WHERE x.tenant_id = $1 AND x.type_id = t.type_id AND x.seq > $3 AND x.seq <= $4
+		WHERE x.tenant_id = $1 AND x.type_id = t.type_id AND x.seq > $3 AND x.seq <= $4 AND x.received_at >= $6
 		ORDER BY x.seq LIMIT $5
 	) s
 	ORDER BY s.seq LIMIT $5`
+
+// recentWindow is how far before the received_at of a tenant's last event
+// an events query first looks (sqlstore.Dialect.RecentEvents).
+const recentWindow = "interval '1 hour'"
+
+// recentEvents is sqlstore.Dialect.RecentEvents: the start of the
+// partition that holds the instant recentWindow before the tenant's last
+// event. The start of the partition, not the instant itself: a walk of a
+// partition's index in seq order cannot stop at a received_at inside it,
+// and would read the partition's rows below the instant one by one; a
+// whole partition passes or is pruned (when the statement is planned: the
+// bound is a parameter). NULL while that instant lies in the legacy
+// partition (no lower_bound), whose rows, stored before migration 18, may
+// have received_at out of seq order.
+const recentEvents = `SELECT max(p.lower_bound) FROM event_heads h, log_partitions p
+	WHERE h.tenant_id = $1 AND p.parent = 'events' AND p.lower_bound <= h.received_at - ` + recentWindow
 
 // Options tune Open.
 type Options struct {
@@ -68,6 +99,19 @@ type Options struct {
 	// pool_max_conns, else max(4, runtime.NumCPU())). Size it against the
 	// server's max_connections divided by the number of processes.
 	MaxConns int32
+	// PartitionInterval is the range of received_at one partition of the
+	// event log covers (DefaultPartitionInterval when zero): retention
+	// drops an event with its partition, up to one interval after the
+	// event itself expired. Choose it so that a partition holds some
+	// millions of events at most; an hour suits a log that grows by
+	// millions a day. Processes sharing a database should agree on it.
+	PartitionInterval time.Duration
+	// PartitionsAhead is how many intervals past now the partitions are
+	// created ahead of time (DefaultPartitionsAhead when zero): appends
+	// fail once received_at has no partition, so it must outlast any
+	// pause of every process's retention clean-up
+	// (events.Config.CleanupEvery).
+	PartitionsAhead int
 }
 
 // maxAttempts bounds how often a transaction is run again after a
@@ -108,11 +152,18 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	c := &conn{pool: pool}
-	if err := c.migrate(ctx, opts.Schema, ms); err != nil {
+	schema, err := c.migrate(ctx, opts.Schema, ms)
+	if err != nil {
 		pool.Close()
 		return nil, err
 	}
-	return &Store{Store: sqlstore.New(c, Dialect, ms), pool: pool}, nil
+	s := &Store{Store: sqlstore.New(c, Dialect, ms), pool: pool, schema: schema,
+		interval: cmp.Or(opts.PartitionInterval, DefaultPartitionInterval), ahead: cmp.Or(opts.PartitionsAhead, DefaultPartitionsAhead)}
+	if err := s.ensurePartitions(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
 }
 
 // migrationLockKey is the advisory lock key that serialises migrations of
@@ -128,8 +179,10 @@ func migrationLockKey(schema string) int64 {
 // and then finds every migration applied; the schema and the
 // schema_migrations table are created under the same lock because their
 // IF NOT EXISTS forms race with each other in PostgreSQL.
-func (c *conn) migrate(ctx context.Context, schema string, ms []migrations.Migration) error {
-	return c.tx(ctx, func(tx pgx.Tx) error {
+//
+// It returns the schema the store's tables are in.
+func (c *conn) migrate(ctx context.Context, schema string, ms []migrations.Migration) (string, error) {
+	err := c.tx(ctx, func(tx pgx.Tx) error {
 		if schema == "" {
 			if err := tx.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
 				return err
@@ -181,6 +234,7 @@ func (c *conn) migrate(ctx context.Context, schema string, ms []migrations.Migra
 		}
 		return nil
 	})
+	return schema, err
 }
 
 // tx runs fn in a READ COMMITTED transaction, committing when it returns

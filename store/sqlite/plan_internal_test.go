@@ -27,7 +27,7 @@ func TestUserQueryWalksTheUsersRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	query, args, err := st.EventQuery("tenant", events.Query{UserID: "user-7", Filter: f, Limit: 20})
+	query, args, err := st.EventQuery(t.Context(), "tenant", events.Query{UserID: "user-7", Filter: f, Limit: 20})
 	if err != nil {
 		t.Fatal(err)
 	}

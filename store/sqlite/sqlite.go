@@ -56,7 +56,7 @@ var Dialect = sqlstore.Dialect{
 	},
 	Unindexed: func(col string) string { return "+" + col },
 	// A UNION ALL of one walk per type: SQLite has no LATERAL join.
-	NotifySeqs: func(tenantID string, types []string, after, head int64, limit int) (string, []any) {
+	NotifySeqs: func(tenantID string, types []string, after, head int64, _ time.Time, limit int) (string, []any) {
 		var b strings.Builder
 		args := make([]any, 0, 5*len(types)+1)
 		b.WriteString(`SELECT seq FROM (`)

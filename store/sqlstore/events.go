@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +24,16 @@ var _ events.Store = (*Store)(nil)
 const lockEventHead = `INSERT INTO event_heads (tenant_id, seq) VALUES ($1, 0)
 	ON CONFLICT (tenant_id) DO UPDATE SET seq = event_heads.seq
 	RETURNING seq`
+
+// The head lock, head advance and user row of a partitioned log (see
+// Dialect.PartitionedEvents): the head carries the last received_at.
+const (
+	lockEventHeadAt = `INSERT INTO event_heads (tenant_id, seq) VALUES ($1, 0)
+	ON CONFLICT (tenant_id) DO UPDATE SET seq = event_heads.seq
+	RETURNING seq, received_at`
+	advanceEventsAt   = `UPDATE event_heads SET seq = $2, received_at = $3 WHERE tenant_id = $1`
+	insertEventUserAt = `INSERT INTO event_users (tenant_id, user_id, seq, received_at) VALUES ($1, $2, $3, $4)`
+)
 
 const (
 	insertEvent     = `INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body, trace_parent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
@@ -49,7 +61,7 @@ func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, re
 	if len(evs) == 0 && len(recs) == 0 {
 		return nil
 	}
-	ea := newEventAppend(evs)
+	ea := newEventAppend(evs, &s.d)
 	aa, err := newAuditAppend(recs)
 	if err != nil {
 		return err
@@ -69,10 +81,17 @@ type eventAppend struct {
 	evs     []*events.Event
 	tenants []string // sorted, distinct
 	heads   map[string]int64
+	// at is each head's received_at, on a partitioned log (nil
+	// otherwise): no event is stored with an earlier one.
+	at map[string]time.Time
+	d  *Dialect
 }
 
-func newEventAppend(evs []*events.Event) *eventAppend {
-	a := &eventAppend{evs: evs}
+func newEventAppend(evs []*events.Event, d *Dialect) *eventAppend {
+	a := &eventAppend{evs: evs, d: d}
+	if d.PartitionedEvents {
+		a.at = make(map[string]time.Time)
+	}
 	for _, e := range evs {
 		a.tenants = append(a.tenants, e.TenantID)
 	}
@@ -86,6 +105,20 @@ func newEventAppend(evs []*events.Event) *eventAppend {
 func (a *eventAppend) lock(b *Batch) {
 	a.heads = make(map[string]int64, len(a.tenants))
 	for _, id := range a.tenants {
+		if a.at != nil {
+			b.QueryRow(func(row Row) error {
+				var (
+					seq int64
+					at  *time.Time
+				)
+				if err := row.Scan(&seq, &at); err != nil {
+					return err
+				}
+				a.heads[id], a.at[id] = seq, orZero(at)
+				return nil
+			}, lockEventHeadAt, id)
+			continue
+		}
 		b.QueryRow(func(row Row) error {
 			var seq int64
 			if err := row.Scan(&seq); err != nil {
@@ -97,31 +130,97 @@ func (a *eventAppend) lock(b *Batch) {
 	}
 }
 
-// write numbers the events from the locked heads, gives them ids, and
+// write numbers the events from the locked heads, gives them ids (and,
+// on a partitioned log, raises a received_at before the head's to it), and
 // queues their inserts (with their user rows) and the heads' advance.
 func (a *eventAppend) write(b *Batch) {
+	if a.d.InsertEvents != "" {
+		a.writeRows(b)
+		return
+	}
 	for _, e := range a.evs {
-		seq := a.heads[e.TenantID] + 1
-		a.heads[e.TenantID] = seq
-		e.Seq, e.ID = seq, ids.NewGUID()
+		seq := a.number(e)
 		users := e.UserIDs
 		if users == nil {
 			users = []string{}
 		}
 		b.Exec(nil, insertEvent, e.TenantID, seq, e.ID, e.TypeID, e.Time.UTC().Format(events.TimeLayout), e.ReceivedAt, users, string(e.Body), e.TraceParent)
 		for _, u := range e.UserIDs {
-			b.Exec(nil, insertEventUser, e.TenantID, u, seq)
+			if a.at != nil {
+				b.Exec(nil, insertEventUserAt, e.TenantID, u, seq, e.ReceivedAt)
+			} else {
+				b.Exec(nil, insertEventUser, e.TenantID, u, seq)
+			}
 		}
 	}
-	for _, id := range a.tenants {
-		b.Exec(nil, advanceEvents, id, a.heads[id])
+	a.advance(b)
+}
+
+// number gives e the next seq of its tenant and a new id and, on a
+// partitioned log, raises a received_at before the head's to it.
+func (a *eventAppend) number(e *events.Event) int64 {
+	seq := a.heads[e.TenantID] + 1
+	a.heads[e.TenantID] = seq
+	e.Seq, e.ID = seq, ids.NewGUID()
+	if a.at != nil {
+		if last := a.at[e.TenantID]; e.ReceivedAt.Before(last) {
+			e.ReceivedAt = last
+		}
+		a.at[e.TenantID] = e.ReceivedAt
 	}
+	return seq
+}
+
+// advance queues the heads' advance to the last numbers given.
+func (a *eventAppend) advance(b *Batch) {
+	for _, id := range a.tenants {
+		if a.at != nil {
+			b.Exec(nil, advanceEventsAt, id, a.heads[id], a.at[id])
+		} else {
+			b.Exec(nil, advanceEvents, id, a.heads[id])
+		}
+	}
+}
+
+// writeRows is write with Dialect.InsertEvents: the rows go as arrays.
+func (a *eventAppend) writeRows(b *Batch) {
+	n := len(a.evs)
+	var (
+		tenants, evIDs, types, occurred, users, bodies, traces = make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		seqs             = make([]int64, n)
+		received         = make([]time.Time, n)
+		uTenants, uUsers []string
+		uSeqs            []int64
+		uReceived        []time.Time
+	)
+	for i, e := range a.evs {
+		seq := a.number(e)
+		u := e.UserIDs
+		if u == nil {
+			u = []string{}
+		}
+		tenants[i], seqs[i], evIDs[i], types[i] = e.TenantID, seq, e.ID, e.TypeID
+		occurred[i], received[i], users[i] = e.Time.UTC().Format(events.TimeLayout), e.ReceivedAt, jsonText(u)
+		bodies[i], traces[i] = string(e.Body), e.TraceParent
+		for _, uid := range e.UserIDs {
+			uTenants, uUsers, uSeqs, uReceived = append(uTenants, e.TenantID), append(uUsers, uid), append(uSeqs, seq), append(uReceived, e.ReceivedAt)
+		}
+	}
+	b.Exec(nil, a.d.InsertEvents, tenants, seqs, evIDs, types, occurred, received, users, bodies, traces)
+	if len(uTenants) > 0 {
+		b.Exec(nil, a.d.InsertEventUsers, uTenants, uUsers, uSeqs, uReceived)
+	}
+	a.advance(b)
 }
 
 // eventWhere builds FROM and WHERE of a query: tenant, user through
 // event_users, the compiled filter and the plain index conditions it
 // implies.
-func (s *Store) eventWhere(tenantID string, q events.Query) (from, where string, args []any, err error) {
+//
+// since, when not nil, keeps the events received since then (see
+// QueryEvents), on both tables of a join.
+func (s *Store) eventWhere(tenantID string, q events.Query, since *time.Time) (from, where string, args []any, err error) {
 	var conds []string
 	arg := func(v any) string {
 		args = append(args, v)
@@ -129,10 +228,23 @@ func (s *Store) eventWhere(tenantID string, q events.Query) (from, where string,
 	}
 	if q.UserID != "" {
 		from = `event_users u JOIN events e ON e.tenant_id = u.tenant_id AND e.seq = u.seq`
+		if s.d.PartitionedEvents {
+			// Each probe of events prunes to the row's partition.
+			from += ` AND e.received_at = u.received_at`
+		}
 		conds = append(conds, `u.tenant_id = `+arg(tenantID), `u.user_id = `+arg(q.UserID))
+		if since != nil {
+			// On both sides: the planner does not carry a range across
+			// the join's equality.
+			n := arg(*since)
+			conds = append(conds, `u.received_at >= `+n, `e.received_at >= `+n)
+		}
 	} else {
 		from = `events e`
 		conds = append(conds, `e.tenant_id = `+arg(tenantID))
+		if since != nil {
+			conds = append(conds, `e.received_at >= `+arg(*since))
+		}
 	}
 	if q.Filter != nil {
 		// The plain type and time comparisons steer the planner to the
@@ -162,8 +274,21 @@ func (s *Store) eventWhere(tenantID string, q events.Query) (from, where string,
 // QueryEvents implements events.Store. Without a user the page walks
 // (tenant_id, seq) or, for a type filter, (tenant_id, type_id, seq)
 // backwards; with a user it walks event_users' (tenant_id, user_id, seq).
+//
+// With Dialect.RecentEvents the page and the count are first read from
+// the tenant's recent events only (on a partitioned log: the newest
+// partitions, the others pruned when the statements are planned). Since
+// seqs and received_at grow together, the newest matches there are the
+// newest of the whole log: when they fill the page and reach the count's
+// limit, they are the answer; what falls short is read again from the
+// whole log.
 func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query) ([]events.Event, int, error) {
-	page, count, args, err := s.eventQueries(tenantID, q)
+	since, err := s.recentSince(ctx, tenantID)
+	if err != nil {
+		return nil, 0, err
+	}
+	recent := since != nil
+	page, count, args, err := s.eventQueries(tenantID, q, since)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -171,28 +296,66 @@ func (s *Store) QueryEvents(ctx context.Context, tenantID string, q events.Query
 	if err != nil {
 		return nil, 0, err
 	}
-	total := 0
-	if q.CountLimit > 0 {
-		if err := s.c.Read().QueryRow(ctx, count, append(args, q.CountLimit)...).Scan(&total); err != nil {
-			return nil, 0, s.c.MapErr(err)
+	total, err := s.countEvents(ctx, count, args, q.CountLimit)
+	if err != nil || !recent || (len(evs) == q.Limit && total == q.CountLimit) {
+		return evs, total, err
+	}
+	page, count, args, err = s.eventQueries(tenantID, q, nil)
+	if err != nil {
+		return nil, 0, err
+	}
+	if len(evs) < q.Limit {
+		if evs, err = s.readEvents(ctx, s.c.Read(), page, append(slices.Clip(args), q.Limit, q.Offset)...); err != nil {
+			return nil, 0, err
 		}
 	}
-	return evs, total, nil
+	if total < q.CountLimit {
+		total, err = s.countEvents(ctx, count, args, q.CountLimit)
+	}
+	return evs, total, err
 }
 
-// EventQuery returns the statement QueryEvents runs for a page, with its
-// arguments (the page's limit and offset last): for a look at its plan
+// countEvents runs an events count statement up to limit (0: none).
+func (s *Store) countEvents(ctx context.Context, count string, args []any, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	total := 0
+	err := s.c.Read().QueryRow(ctx, count, append(slices.Clip(args), limit)...).Scan(&total)
+	return total, s.c.MapErr(err)
+}
+
+// recentSince runs Dialect.RecentEvents: nil when there is none, or it
+// has no answer.
+func (s *Store) recentSince(ctx context.Context, tenantID string) (*time.Time, error) {
+	if s.d.RecentEvents == "" {
+		return nil, nil
+	}
+	var since *time.Time
+	err := s.c.Read().QueryRow(ctx, s.d.RecentEvents, tenantID).Scan(&since)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return nil, s.c.MapErr(err)
+	}
+	return since, nil
+}
+
+// EventQuery returns the statement QueryEvents runs first for a page, with
+// its arguments (the page's limit and offset last): for a look at its plan
 // (EXPLAIN) in tests and by operators.
-func (s *Store) EventQuery(tenantID string, q events.Query) (string, []any, error) {
-	page, _, args, err := s.eventQueries(tenantID, q)
+func (s *Store) EventQuery(ctx context.Context, tenantID string, q events.Query) (string, []any, error) {
+	since, err := s.recentSince(ctx, tenantID)
+	if err != nil {
+		return "", nil, err
+	}
+	page, _, args, err := s.eventQueries(tenantID, q, since)
 	return page, append(args, q.Limit, q.Offset), err
 }
 
 // eventQueries returns the page and count statements of a query and
 // their common arguments; the page's limit and offset, or the count's
-// limit, follow them.
-func (s *Store) eventQueries(tenantID string, q events.Query) (page, count string, args []any, err error) {
-	from, where, args, err := s.eventWhere(tenantID, q)
+// limit, follow them. since: see eventWhere.
+func (s *Store) eventQueries(tenantID string, q events.Query, since *time.Time) (page, count string, args []any, err error) {
+	from, where, args, err := s.eventWhere(tenantID, q, since)
 	if err != nil {
 		return "", "", nil, err
 	}
@@ -202,7 +365,14 @@ func (s *Store) eventQueries(tenantID string, q events.Query) (page, count strin
 	}
 	n := strconv.Itoa(len(args) + 1)
 	page = `SELECT ` + eventCols + ` FROM ` + from + ` WHERE ` + where + ` ORDER BY ` + order + ` DESC LIMIT $` + n + ` OFFSET $` + strconv.Itoa(len(args)+2)
-	count = `SELECT count(*) FROM (SELECT 1 FROM ` + from + ` WHERE ` + where + ` LIMIT $` + n + `) c`
+	inner := ``
+	if s.d.PartitionedEvents {
+		// The count walks the page's index too, and stops at its limit:
+		// left to choose, PostgreSQL's planner reads the whole of a
+		// partition's type range into a bitmap first.
+		inner = ` ORDER BY ` + order + ` DESC`
+	}
+	count = `SELECT count(*) FROM (SELECT 1 FROM ` + from + ` WHERE ` + where + inner + ` LIMIT $` + n + `) c`
 	return page, count, args, nil
 }
 
@@ -253,21 +423,26 @@ func (s *Store) DeleteEventsBefore(ctx context.Context, tenantID string, cutoff 
 			tenant string
 			seq    int64
 			users  []string
+			at     time.Time
 		}
 		doomed, err := list(ctx, s, q, func(row Row) (gone, error) {
 			var g gone
-			err := row.Scan(&g.tenant, &g.seq, &g.users)
+			err := row.Scan(&g.tenant, &g.seq, &g.users, &g.at)
 			return g, err
 		}, `DELETE FROM events WHERE (tenant_id, seq) IN (SELECT tenant_id, seq FROM events
 			WHERE received_at < $1 AND ($2 = '' OR tenant_id = $2) ORDER BY received_at LIMIT $3`+s.d.SkipLocked+`)
-			RETURNING tenant_id, seq, user_ids`, cutoff, tenantID, limit)
+			RETURNING tenant_id, seq, user_ids, received_at`, cutoff, tenantID, limit)
 		if err != nil {
 			return err
 		}
 		b := &Batch{}
 		for _, g := range doomed {
 			for _, u := range g.users {
-				b.Exec(nil, `DELETE FROM event_users WHERE tenant_id = $1 AND user_id = $2 AND seq = $3`, g.tenant, u, g.seq)
+				if s.d.PartitionedEvents {
+					b.Exec(nil, `DELETE FROM event_users WHERE tenant_id = $1 AND user_id = $2 AND seq = $3 AND received_at = $4`, g.tenant, u, g.seq, g.at)
+				} else {
+					b.Exec(nil, `DELETE FROM event_users WHERE tenant_id = $1 AND user_id = $2 AND seq = $3`, g.tenant, u, g.seq)
+				}
 			}
 		}
 		n = len(doomed)

@@ -191,7 +191,7 @@ func (s *Store) readNotifications(ctx context.Context, q Querier, sub notify.Sub
 	cursor := sub.Cursor
 	for range maxSeqBatches {
 		want := sub.PageSize - len(out)
-		query, args := s.d.NotifySeqs(sub.TenantID, sub.EventTypeIDs, cursor, head, want)
+		query, args := s.d.NotifySeqs(sub.TenantID, sub.EventTypeIDs, cursor, head, notBefore, want)
 		seqs, err := list(ctx, s, q, func(row Row) (int64, error) {
 			var seq int64
 			err := row.Scan(&seq)

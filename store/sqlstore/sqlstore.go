@@ -92,8 +92,33 @@ type Dialect struct {
 	Unindexed func(col string) string
 	// NotifySeqs returns the query (and its arguments) of the merge of
 	// one index-only walk of events_by_type per type: the first limit
-	// seqs in (after, head] of any of types, in order.
-	NotifySeqs func(tenantID string, types []string, after, head int64, limit int) (string, []any)
+	// seqs in (after, head] of any of types, in order. A database with
+	// PartitionedEvents also leaves out events received before notBefore
+	// (which prunes the partitions), others may keep them.
+	NotifySeqs func(tenantID string, types []string, after, head int64, notBefore time.Time, limit int) (string, []any)
+	// PartitionedEvents says the events and event_users tables are
+	// partitioned by received_at (PostgreSQL): event_heads keeps the
+	// received_at of each tenant's last event and an append raises an
+	// earlier one to it, so that received_at never decreases along a
+	// tenant's seqs; user rows carry their event's received_at.
+	PartitionedEvents bool
+	// RecentEvents, when set, is a query of one value: the received_at
+	// from which on a tenant's (bound as $1) newest events lie, chosen so
+	// that the database reads little to find them (on a partitioned log,
+	// the start of a recent partition), or NULL or no row when it cannot
+	// tell. An events query tries the events received since then first
+	// and reads the whole log only when they do not fill the page and the
+	// count (see QueryEvents).
+	RecentEvents string
+	// InsertEvents and InsertEventUsers, when set, insert all the rows of
+	// an append in one statement each, from arrays: the events' tenant_id,
+	// seq, id, type_id, occurred_at, received_at, user_ids (each a JSON
+	// array of strings), body (JSON text) and trace_parent; the user rows'
+	// tenant_id, user_id, seq and received_at. Without them each row is
+	// an INSERT of its own. The head lock is held while the rows are
+	// inserted: one statement instead of hundreds is what lets appenders
+	// of one tenant in several processes take turns quickly.
+	InsertEvents, InsertEventUsers string
 }
 
 // Store is every area's store on one SQL database. It is safe for

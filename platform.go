@@ -26,6 +26,7 @@ import (
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/guide"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/internal/tracing"
@@ -54,6 +55,7 @@ type Store interface {
 	authenticator.Store
 	guide.Store
 	eventstream.Store
+	idempotency.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.

@@ -55,12 +55,11 @@ const (
 
 // Tenant is an isolated customer of the platform.
 type Tenant struct {
-	ID          string // GUID, the spec's tenantId / tenantID
-	Code        string // 10 characters A-Z 0-9: tenantCode, tenant, auth_domain
-	Name        string
-	Settings    Settings
-	ExchangeKey []byte // sealed PKCS#8 RSA-2048 private key (vtoken exchange key)
-	CreatedAt   time.Time
+	ID        string // GUID, the spec's tenantId / tenantID
+	Code      string // 10 characters A-Z 0-9: tenantCode, tenant, auth_domain
+	Name      string
+	Settings  Settings
+	CreatedAt time.Time
 }
 
 // IsRoot reports whether t is the platform operators' tenant.

@@ -1,0 +1,98 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"time"
+
+	"github.com/latchkey/latchkey/fault"
+)
+
+// Outcome is what Begin found for a request's key.
+type Outcome int
+
+const (
+	// Proceed: the key is reserved for this request; run it with the
+	// claim in its context, then Complete or Release.
+	Proceed Outcome = iota
+	// Replay: the key's answer is kept; send it again.
+	Replay
+	// Mismatch: the key was used for a different request (422).
+	Mismatch
+	// InFlight: the first request with the key is still running (409).
+	InFlight
+	// Lost: the first request's write is stored but its answer was never
+	// kept (its process died in between); it is not run again (409).
+	Lost
+)
+
+// ParseKey reads an Idempotency-Key header value: 1 to MaxKeyLength
+// printable ASCII characters (space to tilde). The draft's Structured
+// Field form, a quoted string, is accepted too and unquoted ("\"" and "\\"
+// escapes).
+func ParseKey(v string) (string, error) {
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		var b strings.Builder
+		in := v[1 : len(v)-1]
+		for i := 0; i < len(in); i++ {
+			c := in[i]
+			switch {
+			case c == '\\':
+				if i+1 == len(in) || (in[i+1] != '"' && in[i+1] != '\\') {
+					return "", fault.E(fault.Invalid, "Idempotency-Key has a bad escape")
+				}
+				i++
+				b.WriteByte(in[i])
+			case c == '"':
+				return "", fault.E(fault.Invalid, "Idempotency-Key has an unescaped quote")
+			default:
+				b.WriteByte(c)
+			}
+		}
+		v = b.String()
+	}
+	if v == "" || len(v) > MaxKeyLength {
+		return "", fault.E(fault.Invalid, "Idempotency-Key must be 1 to 255 characters")
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return "", fault.E(fault.Invalid, "Idempotency-Key must be printable ASCII characters")
+		}
+	}
+	return v, nil
+}
+
+// Begin reserves key in scope for a request whose fingerprint is fp. On
+// Proceed the returned claim goes in the request's context (WithClaim);
+// on Replay the entry holds the answer.
+func Begin(ctx context.Context, st Store, scope, key string, fp []byte, now time.Time) (Outcome, Entry, *Claim, error) {
+	now = now.UTC().Truncate(time.Microsecond)
+	want := Entry{
+		Scope: scope, Key: key, Fingerprint: fp, Token: NewToken(), State: Running,
+		CreatedAt: now, LeaseUntil: now.Add(Lease), ExpiresAt: now.Add(TTL),
+	}
+	got, err := st.ReserveIdempotencyKey(Detach(ctx), want, now)
+	if err != nil {
+		return 0, Entry{}, nil, err
+	}
+	switch {
+	case got.Token == want.Token:
+		return Proceed, got, &Claim{Scope: scope, Key: key, Token: want.Token}, nil
+	case !bytes.Equal(got.Fingerprint, fp):
+		return Mismatch, got, nil, nil
+	case got.State == Done:
+		return Replay, got, nil, nil
+	case got.State == Stored && !now.Before(got.LeaseUntil):
+		return Lost, got, nil, nil
+	default:
+		return InFlight, got, nil, nil
+	}
+}
+
+// Keep reports whether an answer of status is kept for the key's retries;
+// otherwise the key is released. A 5xx means nothing was stored and a 429
+// that the request was not run, so a retry must run afresh.
+func Keep(status int) bool {
+	return status < 500 && status != 429
+}

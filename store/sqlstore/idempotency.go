@@ -1,0 +1,189 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/idempotency"
+)
+
+var _ idempotency.Store = (*Store)(nil)
+
+const idemCols = `scope, key, fingerprint, token, state, created_at, lease_until, expires_at, status, content_type, body`
+
+func scanIdem(row Row) (idempotency.Entry, error) {
+	var (
+		e     idempotency.Entry
+		state string
+	)
+	err := row.Scan(&e.Scope, &e.Key, &e.Fingerprint, &e.Token, &state, &e.CreatedAt, &e.LeaseUntil, &e.ExpiresAt, &e.Status, &e.ContentType, &e.Body)
+	e.State = idempotency.State(state)
+	return e, err
+}
+
+// ReserveIdempotencyKey implements idempotency.Store: an insert that does
+// nothing when the key is held, then, under the row's lock, the holder
+// is read and replaced when it expired or its running reservation lapsed
+// (with the same fingerprint), all in one transaction.
+func (s *Store) ReserveIdempotencyKey(ctx context.Context, e idempotency.Entry, now time.Time) (idempotency.Entry, error) {
+	var got idempotency.Entry
+	err := s.c.Tx(idempotency.Detach(ctx), func(q Querier) error {
+		n, err := q.Exec(ctx, `INSERT INTO idempotency_keys (`+idemCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, '', $9)
+			ON CONFLICT (scope, key) DO NOTHING`,
+			e.Scope, e.Key, e.Fingerprint, e.Token, string(idempotency.Running), e.CreatedAt, e.LeaseUntil, e.ExpiresAt, []byte{})
+		if err != nil {
+			return err
+		}
+		if n == 1 {
+			got = e
+			return nil
+		}
+		got, err = scanIdem(q.QueryRow(ctx, `SELECT `+idemCols+` FROM idempotency_keys WHERE scope = $1 AND key = $2`+s.d.ForUpdate, e.Scope, e.Key))
+		if err != nil {
+			return err
+		}
+		lapsed := got.State == idempotency.Running && !now.Before(got.LeaseUntil) && string(got.Fingerprint) == string(e.Fingerprint)
+		if now.Before(got.ExpiresAt) && !lapsed {
+			return nil
+		}
+		_, err = q.Exec(ctx, `UPDATE idempotency_keys SET fingerprint = $3, token = $4, state = $5, created_at = $6, lease_until = $7,
+			expires_at = $8, status = 0, content_type = '', body = $9 WHERE scope = $1 AND key = $2`,
+			e.Scope, e.Key, e.Fingerprint, e.Token, string(idempotency.Running), e.CreatedAt, e.LeaseUntil, e.ExpiresAt, []byte{})
+		got = e
+		return err
+	})
+	if err != nil {
+		return idempotency.Entry{}, s.c.MapErr(err)
+	}
+	return got, nil
+}
+
+// CompleteIdempotencyKey implements idempotency.Store.
+func (s *Store) CompleteIdempotencyKey(ctx context.Context, scope, key, token string, status int, contentType string, body []byte) error {
+	if body == nil {
+		body = []byte{}
+	}
+	n, err := s.c.Write().Exec(idempotency.Detach(ctx), `UPDATE idempotency_keys SET state = $4, status = $5, content_type = $6, body = $7
+		WHERE scope = $1 AND key = $2 AND token = $3`, scope, key, token, string(idempotency.Done), status, contentType, body)
+	return s.affected(n, err, "idempotency key")
+}
+
+// ReleaseIdempotencyKey implements idempotency.Store.
+func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key, token string) error {
+	return s.exec(idempotency.Detach(ctx), `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND token = $3`, scope, key, token)
+}
+
+// PurgeIdempotencyKeys implements idempotency.Store, through the
+// expires_at index.
+func (s *Store) PurgeIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
+	n, err := s.c.Write().Exec(idempotency.Detach(ctx), `DELETE FROM idempotency_keys WHERE (scope, key) IN
+		(SELECT scope, key FROM idempotency_keys WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2)`, now, limit)
+	return int(n), s.c.MapErr(err)
+}
+
+// bindClaim marks a claim's key as stored under its reservation's token.
+// It changes no row when the reservation lapsed and a retry took the key
+// over (or the key was released); the write that carries it must then
+// fail (errTakenOver).
+const bindClaim = `UPDATE idempotency_keys SET state = $4 WHERE scope = $1 AND key = $2 AND token = $3 AND state = $5`
+
+var errTakenOver = fault.E(fault.Conflict, "the Idempotency-Key's reservation lapsed and a retry took it over; this request stored nothing")
+
+// claimConn binds the idempotency claims a write's context carries (see
+// package idempotency) in that write's transaction: Tx runs the binding
+// after fn, Pipeline in its first batch (whose results are read before
+// COMMIT is sent, so a lost reservation rolls the write back, and whose
+// row lock makes a concurrent takeover wait for the outcome), and a
+// single statement on Write is run as a transaction with it. A claim is
+// marked bound once the commit succeeded (or, on PostgreSQL, was found to
+// have succeeded after the connection was lost). Reads, and rows read
+// from Write (QueryRow, Query: single-use takes, lease claims), bind
+// nothing; no creating write is made that way.
+type claimConn struct {
+	Conn
+	write claimWriter
+}
+
+func newClaimConn(c Conn) *claimConn {
+	cc := &claimConn{Conn: c}
+	cc.write = claimWriter{Querier: c.Write(), c: cc}
+	return cc
+}
+
+func (c *claimConn) Write() Querier { return c.write }
+
+func (c *claimConn) Tx(ctx context.Context, fn func(Querier) error) error {
+	cs := idempotency.Pending(ctx)
+	if len(cs) == 0 {
+		return c.Conn.Tx(ctx, fn)
+	}
+	err := c.Conn.Tx(ctx, func(q Querier) error {
+		if err := fn(q); err != nil {
+			return err
+		}
+		b := &Batch{}
+		queueBinds(b, cs)
+		return q.Batch(ctx, b)
+	})
+	return markBound(cs, err)
+}
+
+func (c *claimConn) Pipeline(ctx context.Context, first, second func(*Batch)) error {
+	cs := idempotency.Pending(ctx)
+	if len(cs) == 0 {
+		return c.Conn.Pipeline(ctx, first, second)
+	}
+	err := c.Conn.Pipeline(ctx, func(b *Batch) {
+		first(b)
+		queueBinds(b, cs)
+	}, second)
+	return markBound(cs, err)
+}
+
+func queueBinds(b *Batch, cs []*idempotency.Claim) {
+	for _, cl := range cs {
+		b.Exec(func(n int64) error {
+			if n != 1 {
+				return errTakenOver
+			}
+			return nil
+		}, bindClaim, cl.Scope, cl.Key, cl.Token, string(idempotency.Stored), string(idempotency.Running))
+	}
+}
+
+func markBound(cs []*idempotency.Claim, err error) error {
+	if err == nil {
+		for _, cl := range cs {
+			cl.MarkBound()
+		}
+	}
+	return err
+}
+
+// claimWriter is Conn.Write with claims: a statement or batch whose
+// context carries claims runs in a transaction that binds them.
+type claimWriter struct {
+	Querier
+	c *claimConn
+}
+
+func (w claimWriter) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	if len(idempotency.Pending(ctx)) == 0 {
+		return w.Querier.Exec(ctx, query, args...)
+	}
+	var n int64
+	err := w.c.Tx(ctx, func(q Querier) error {
+		var err error
+		n, err = q.Exec(ctx, query, args...)
+		return err
+	})
+	return n, err
+}
+
+func (w claimWriter) Batch(ctx context.Context, b *Batch) error {
+	if len(idempotency.Pending(ctx)) == 0 {
+		return w.Querier.Batch(ctx, b)
+	}
+	return w.c.Tx(ctx, func(q Querier) error { return q.Batch(ctx, b) })
+}

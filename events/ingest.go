@@ -13,6 +13,7 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/internal/tracing"
 )
 
@@ -67,6 +68,9 @@ type appendReq struct {
 	// origin is the caller's span: the commit's span links to the spans
 	// of the appends it holds.
 	origin tracing.Origin
+	// claims are the caller's Idempotency-Key claims: the transaction
+	// that stores the events binds them (package idempotency).
+	claims []*idempotency.Claim
 }
 
 func newIngester(store Store, log *slog.Logger, committed func([]*Event)) *ingester {
@@ -100,7 +104,7 @@ type IngestStats struct {
 // span of its own (events.commit) linked to the caller's span, as
 // audit.Recorder does for records.
 func (in *ingester) append(ctx context.Context, evs []*Event, rec *audit.Record) error {
-	r := &appendReq{evs: evs, rec: rec, done: make(chan error, 1), origin: tracing.OriginOf(ctx)}
+	r := &appendReq{evs: evs, rec: rec, done: make(chan error, 1), origin: tracing.OriginOf(ctx), claims: idempotency.Pending(ctx)}
 	in.closeMu.RLock()
 	if in.closed {
 		in.closeMu.RUnlock()
@@ -170,12 +174,17 @@ func (in *ingester) flush(batch []*appendReq) {
 			evs = append(evs, r.evs...)
 		}
 	}
+	var claims []*idempotency.Claim
 	for _, r := range batch {
 		if r.rec != nil {
 			recs = append(recs, r.rec)
 		}
+		claims = append(claims, r.claims...)
 	}
 	ctx, span := commitSpan(batch, len(evs))
+	// The batch's transaction binds its requests' Idempotency-Key claims:
+	// each post's events and its key commit together.
+	ctx = idempotency.WithClaims(ctx, claims)
 	var err error
 	if in.audited != nil {
 		err = in.audited.AppendEventsAudited(ctx, evs, recs)

@@ -75,6 +75,8 @@ type Route struct {
 	Method  string
 	Pattern string // net/http pattern path, e.g. /api/v1/admin/tenants/{tenantId}
 	Auth    string // "none", "platform-jwt", "oauth:<scope>", "apikey:<area>", "signed-url", ...
+	// Idempotent marks a creating POST that honours Idempotency-Key.
+	Idempotent bool
 }
 
 // Server is the platform's http.Handler.
@@ -198,6 +200,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx = audit.WithTraceID(ctx, traceID)
 	r = r.WithContext(ctx)
 	r = s.blankEmptyAuthnSegments(r)
+	if s.emptyVTokenSegment(r.URL.Path) {
+		// ServeMux would redirect (307) to the path with "//" cleaned,
+		// which names another resource or none.
+		s.writeError(w, r, styleProvisioning, fault.E(fault.Invalid, "the path has an empty segment: tenant, user, token and label cannot be empty"))
+		return
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -312,6 +320,14 @@ type routeOpts struct {
 	auth  authFunc
 	name  string // Route.Auth
 	limit int64  // body limit; 0 means Options.MaxBodyBytes
+	idem  bool   // a creating POST: honours Idempotency-Key
+}
+
+// creating returns o for a creating POST, which honours Idempotency-Key
+// (see idempotent).
+func (o routeOpts) creating() routeOpts {
+	o.idem = true
+	return o
 }
 
 // handle registers h for method and path (relative to a prefix already
@@ -324,7 +340,10 @@ func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
 	if limit == 0 {
 		limit = s.opts.MaxBodyBytes
 	}
-	route := Route{Method: method, Pattern: strings.TrimSuffix(path, "{$}"), Auth: o.name}
+	route := Route{Method: method, Pattern: strings.TrimSuffix(path, "{$}"), Auth: o.name, Idempotent: o.idem}
+	if o.idem {
+		h = s.idempotent(o.style, h)
+	}
 	s.routes = append(s.routes, route)
 	s.styles[path] = o.style
 	s.mux.HandleFunc(method+" "+path, s.instrumented(method, route.Pattern, func(w http.ResponseWriter, r *http.Request) {

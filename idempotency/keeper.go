@@ -3,9 +3,11 @@ package idempotency
 import (
 	"bytes"
 	"context"
+	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
 )
 
@@ -63,11 +65,25 @@ func ParseKey(v string) (string, error) {
 	return v, nil
 }
 
+// Keeper runs keys on a store: a request Begins, and Finishes with its
+// answer; Run purges expired keys.
+type Keeper struct {
+	Store  Store
+	Clock  clock.Clock
+	Logger *slog.Logger
+}
+
+// PurgeEvery is how often Run deletes expired keys.
+const PurgeEvery = 10 * time.Minute
+
+// purgeBatch bounds one purge statement.
+const purgeBatch = 1000
+
 // Begin reserves key in scope for a request whose fingerprint is fp. On
 // Proceed the returned claim goes in the request's context (WithClaim);
 // on Replay the entry holds the answer.
-func Begin(ctx context.Context, st Store, scope, key string, fp []byte, now time.Time) (Outcome, Entry, *Claim, error) {
-	now = now.UTC().Truncate(time.Microsecond)
+func (k *Keeper) Begin(ctx context.Context, scope, key string, fp []byte) (Outcome, Entry, *Claim, error) {
+	st, now := k.Store, k.Clock.Now().UTC().Truncate(time.Microsecond)
 	want := Entry{
 		Scope: scope, Key: key, Fingerprint: fp, Token: NewToken(), State: Running,
 		CreatedAt: now, LeaseUntil: now.Add(Lease), ExpiresAt: now.Add(TTL),
@@ -95,4 +111,44 @@ func Begin(ctx context.Context, st Store, scope, key string, fp []byte, now time
 // that the request was not run, so a retry must run afresh.
 func Keep(status int) bool {
 	return status < 500 && status != 429
+}
+
+// Finish records the answer of a request that Began with claim c: kept
+// for retries when Keep(status), else the key is released. It runs on
+// after ctx ends (a client that went away must still find its answer).
+func (k *Keeper) Finish(ctx context.Context, c *Claim, status int, contentType string, body []byte) error {
+	ctx, cancel := context.WithTimeout(Detach(context.WithoutCancel(ctx)), 10*time.Second)
+	defer cancel()
+	if !Keep(status) {
+		return k.Store.ReleaseIdempotencyKey(ctx, c.Scope, c.Key, c.Token)
+	}
+	return k.Store.CompleteIdempotencyKey(ctx, c.Scope, c.Key, c.Token, status, contentType, body)
+}
+
+// Purge deletes every key expired by now, in batches.
+func (k *Keeper) Purge(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, err := k.Store.PurgeIdempotencyKeys(ctx, k.Clock.Now().UTC(), purgeBatch)
+		total += n
+		if err != nil || n < purgeBatch {
+			return total, err
+		}
+	}
+}
+
+// Run purges expired keys every PurgeEvery until ctx ends.
+func (k *Keeper) Run(ctx context.Context) {
+	t := k.Clock.NewTicker(PurgeEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			if _, err := k.Purge(ctx); err != nil && ctx.Err() == nil && k.Logger != nil {
+				k.Logger.Warn("idempotency: purging expired keys", "err", err)
+			}
+		}
+	}
 }

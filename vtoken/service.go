@@ -21,6 +21,7 @@ import (
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/internal/ids"
 	"github.com/latchkey/latchkey/seal"
@@ -263,7 +264,9 @@ func (s *Service) exchangeKey(ctx context.Context, tenantID string) (*rsa.Privat
 		if merr != nil {
 			return nil, fault.E(fault.Internal, merr)
 		}
-		sealed, err = s.cfg.Store.PutExchangeKey(ctx, tenantID, s.cfg.Sealer.Seal(exchangePurpose(tenantID), der))
+		// Created on the side of the request that needs it: not the
+		// request's own write, so it binds no Idempotency-Key claim.
+		sealed, err = s.cfg.Store.PutExchangeKey(idempotency.Detach(ctx), tenantID, s.cfg.Sealer.Seal(exchangePurpose(tenantID), der))
 	}
 	if err != nil {
 		return nil, err

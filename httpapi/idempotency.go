@@ -34,11 +34,11 @@ func (s *Server) idempotent(st style, h handlerFunc) handlerFunc {
 			return h(w, r)
 		}
 		if len(vals) > 1 {
-			return fault.E(fault.Invalid, fault.Field(hdrIdempotencyKey), "send one Idempotency-Key header")
+			return fault.E(fault.Invalid, "send one Idempotency-Key header")
 		}
 		key, err := idempotency.ParseKey(vals[0])
 		if err != nil {
-			return fault.E(fault.Invalid, fault.Field(hdrIdempotencyKey), fault.MessageOf(err), err)
+			return err
 		}
 		body, err := readBody(r)
 		if err != nil {
@@ -60,7 +60,7 @@ func (s *Server) idempotent(st style, h handlerFunc) handlerFunc {
 			w.Write(e.Body)
 			return nil
 		case idempotency.Mismatch:
-			s.writeProblem(w, r, st, http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", "invalid_request", hdrIdempotencyKey,
+			s.writeProblem(w, r, st, http.StatusUnprocessableEntity, "IDEMPOTENCY_KEY_REUSED", "invalid_request", "",
 				"this Idempotency-Key was used for a different request (method, path or body)")
 			return nil
 		case idempotency.InFlight:
@@ -70,6 +70,9 @@ func (s *Server) idempotent(st style, h handlerFunc) handlerFunc {
 		}
 		bw := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
 		r = r.WithContext(idempotency.WithClaim(r.Context(), claim))
+		if hook := s.idemHook.Load(); hook != nil {
+			(*hook)(r)
+		}
 		if err := h(bw, r); err != nil {
 			s.writeError(bw, r, st, err)
 		}

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -88,6 +89,10 @@ type Server struct {
 	mux    *http.ServeMux
 	routes []Route
 	styles map[string]style // error style by registered path pattern
+	// idemHook, set by tests only, runs when a request has reserved its
+	// Idempotency-Key, before its handler: a retry sent from it finds the
+	// first still running.
+	idemHook atomic.Pointer[func(*http.Request)]
 }
 
 // New returns a Server for p.

@@ -160,8 +160,8 @@ func (in *ingester) loop() {
 }
 
 // flush appends the events (and audit records) of batch in one
-// transaction. If that fails and the batch joined several requests, each
-// is retried alone, so that one request the store refuses (say a character
+// transaction. If the store refuses it and the batch joined several
+// requests, each is retried alone, so that one request the store refuses (say a character
 // PostgreSQL cannot store) does not fail the others. A failed transaction
 // stores nothing, so a retry neither loses nor duplicates an event; the
 // store reassigns the IDs and sequence numbers it had set in place.
@@ -195,7 +195,11 @@ func (in *ingester) flush(batch []*appendReq) {
 		span.SetStatus(codes.Error, "append failed")
 	}
 	span.End()
-	if err != nil && len(batch) > 1 {
+	// Not when the database is out of reach (Unavailable): that says
+	// nothing about one request, and a commit whose outcome the store
+	// could not learn may have stored the batch, which a retry of each
+	// request would store again.
+	if err != nil && len(batch) > 1 && !fault.Is(fault.Unavailable, err) {
 		for _, r := range batch {
 			in.flush([]*appendReq{r})
 		}

@@ -77,6 +77,38 @@ type Settings struct {
 	// requires one that chains to the FIDO Metadata Service BLOB the
 	// operator loaded. Omitted from JSON while it is the default.
 	AttestationPolicy string `json:"attestationPolicy,omitempty"`
+	// MaxTokensPerUser is how many virtual tokens (area G) one user may
+	// hold: 1 to MaxTokensPerUserLimit, DefaultMaxTokensPerUser unless
+	// set (also for tenants stored before the setting existed).
+	MaxTokensPerUser int `json:"maxTokensPerUser"`
+}
+
+const (
+	// DefaultMaxTokensPerUser is Settings.MaxTokensPerUser's default.
+	DefaultMaxTokensPerUser = 16
+	// MaxTokensPerUserLimit bounds Settings.MaxTokensPerUser.
+	MaxTokensPerUserLimit = 1000
+)
+
+// UnmarshalJSON reads settings as stored, giving a setting that the JSON
+// lacks (one added after the tenant was stored) its default.
+func (s *Settings) UnmarshalJSON(b []byte) error {
+	type plain Settings
+	p := plain{MaxTokensPerUser: DefaultMaxTokensPerUser}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = Settings(p)
+	return nil
+}
+
+// TokensPerUser is the virtual-token limit of a user of the tenant:
+// MaxTokensPerUser, or its default when unset.
+func (s Settings) TokensPerUser() int {
+	if s.MaxTokensPerUser <= 0 {
+		return DefaultMaxTokensPerUser
+	}
+	return s.MaxTokensPerUser
 }
 
 // Attestation policies of Settings.AttestationPolicy.
@@ -101,6 +133,7 @@ func (s Settings) MarshalJSON() ([]byte, error) {
 	p := plain(s)
 	p.PlanFeatures = nonNil(p.PlanFeatures)
 	p.WebAuthn.Origins = nonNil(p.WebAuthn.Origins)
+	p.MaxTokensPerUser = s.TokensPerUser()
 	return json.Marshal(p)
 }
 
@@ -112,6 +145,7 @@ func DefaultSettings() Settings {
 		PlanFeatures:                 []string{FeatureFIDOImport},
 		NotificationRetentionSeconds: 6 * 3600,
 		WebAuthn:                     WebAuthn{RPID: "localhost", Origins: []string{"http://localhost:8080", "https://localhost:8443"}},
+		MaxTokensPerUser:             DefaultMaxTokensPerUser,
 	}
 }
 

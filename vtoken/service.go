@@ -33,9 +33,10 @@ const (
 	// may carry MaxUploadOverhead bytes more (headers, boundaries).
 	MaxPFXBytes       = 256 << 10
 	MaxUploadOverhead = 16 << 10
-	// MaxTokensPerUser is how many tokens one user may hold; creating
-	// one more is a conflict (409).
-	MaxTokensPerUser = 16
+	// MaxTokensPerUser is how many tokens one user may hold unless the
+	// tenant's settings say otherwise (identity.Settings.MaxTokensPerUser);
+	// creating one more is fault.Conflict.
+	MaxTokensPerUser = identity.DefaultMaxTokensPerUser
 	// MaxLabelLength is the longest token label (characters).
 	MaxLabelLength = 32
 	// User passwords are MinUserPIN to MaxUserPIN characters; Admin
@@ -322,8 +323,8 @@ func (s *Service) decrypt(ctx context.Context, tenantID string, in PINInput, fie
 }
 
 // CreateToken creates an empty token for the user, able to hold RSA keys
-// of up to v.MaxKeySize() bits, and returns its id. A user holding
-// MaxTokensPerUser tokens already is fault.Conflict.
+// of up to v.MaxKeySize() bits, and returns its id. A user holding the
+// tenant's maxTokensPerUser tokens already is fault.Conflict.
 func (s *Service) CreateToken(ctx context.Context, p identity.Principal, r Ref, v Version) (string, error) {
 	meta := refMeta(r)
 	meta["version"] = string(v)
@@ -337,9 +338,14 @@ func (s *Service) CreateToken(ctx context.Context, p identity.Principal, r Ref, 
 	now := s.now()
 	t := Token{TenantID: r.TenantID, UserID: r.UserID, ID: ids.NewGUID(), Version: v, MaxKeySize: v.MaxKeySize(),
 		State: StateProvisioning, CreatedAt: now, UpdatedAt: now}
-	if err := s.cfg.Store.CreateToken(ctx, t, MaxTokensPerUser); err != nil {
+	tn, err := s.cfg.Directory.GetTenant(ctx, r.TenantID)
+	if err != nil {
+		return "", s.record(ctx, auditTenant(p), ActionCreate, err, meta)
+	}
+	limit := tn.Settings.TokensPerUser()
+	if err := s.cfg.Store.CreateToken(ctx, t, limit); err != nil {
 		if fault.Is(fault.Conflict, err) {
-			err = fault.E(fault.Conflict, fmt.Sprintf("the user already holds %d tokens", MaxTokensPerUser), err)
+			err = fault.E(fault.Conflict, fmt.Sprintf("the user already holds %d tokens, the tenant's maxTokensPerUser", limit), err)
 		}
 		return "", s.record(ctx, auditTenant(p), ActionCreate, err, meta)
 	}

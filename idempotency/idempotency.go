@@ -36,7 +36,10 @@
 // answer and is answered 409 (Lost) rather than writing again.
 //
 // An answer of 5xx or 429 is not kept: the key is released (nothing was
-// stored under it, as a 5xx promises), so the retry runs afresh.
+// stored under it, as a 5xx promises), so the retry runs afresh. Should
+// the request's write have been stored all the same (a step after it, its
+// audit record, failed), the key stays stored without an answer: a retry
+// is refused (409) rather than run again.
 package idempotency
 
 import (

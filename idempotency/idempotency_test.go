@@ -146,11 +146,25 @@ func TestKeeperOutcomes(t *testing.T) {
 	}
 	begin("dead", "B", idempotency.Proceed)
 
+	// A 5xx after the write was stored (its audit record failed) keeps
+	// the key stored: the retry is refused, never run again.
+	_, cl = begin("stored-5xx", "A", idempotency.Proceed)
+	tn.ID, tn.Code = identity.NewGUID(), "IDEM000004"
+	if err := st.CreateTenant(idempotency.WithClaim(ctx, cl), tn); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Finish(ctx, cl, 503, "application/json", nil); err != nil {
+		t.Fatal(err)
+	}
+	begin("stored-5xx", "A", idempotency.InFlight)
+	clk.Advance(idempotency.Lease)
+	begin("stored-5xx", "A", idempotency.Lost)
+
 	// Expired keys are purged; the key is then free.
 	clk.Advance(idempotency.TTL)
 	n, err := k.Purge(ctx)
-	if err != nil || n != 3 {
-		t.Errorf("Purge = %d, %v; want 3", n, err)
+	if err != nil || n != 4 {
+		t.Errorf("Purge = %d, %v; want 4", n, err)
 	}
 	begin("k", "B", idempotency.Proceed)
 }

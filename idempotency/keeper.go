@@ -114,12 +114,18 @@ func Keep(status int) bool {
 }
 
 // Finish records the answer of a request that Began with claim c: kept
-// for retries when Keep(status), else the key is released. It runs on
+// for retries when Keep(status); else the key is released, unless the
+// request's write was stored nonetheless (c is bound: a later step, say
+// its audit record, failed), when the key stays stored without an answer
+// so that a retry is refused (Lost) rather than run again. It runs on
 // after ctx ends (a client that went away must still find its answer).
 func (k *Keeper) Finish(ctx context.Context, c *Claim, status int, contentType string, body []byte) error {
 	ctx, cancel := context.WithTimeout(Detach(context.WithoutCancel(ctx)), 10*time.Second)
 	defer cancel()
 	if !Keep(status) {
+		if c.Bound() {
+			return nil
+		}
 		return k.Store.ReleaseIdempotencyKey(ctx, c.Scope, c.Key, c.Token)
 	}
 	return k.Store.CompleteIdempotencyKey(ctx, c.Scope, c.Key, c.Token, status, contentType, body)

@@ -8,8 +8,8 @@
 // A key's life is two-phase, reserve then complete, and the step between
 // them, binding, is part of the request's own write transaction:
 //
-//  1. Reserve (Store.ReserveIdempotencyKey, a small transaction of its
-//     own) records the key as running, with the request's fingerprint and
+//  1. Reserve (Store.ReserveIdempotencyKeys, a small transaction shared
+//     by the requests reserving at the same moment) records the key as running, with the request's fingerprint and
 //     a random token, before the request does anything. A second request
 //     with the key finds the row and is told to wait (409), or that its
 //     body differs (422), or gets the kept answer.
@@ -23,8 +23,9 @@
 //     store resolves the commit's outcome before answering). Writes that
 //     are group-committed for many requests (event posts) carry every
 //     request's claim into their one transaction (WithClaims).
-//  3. Complete (Store.CompleteIdempotencyKey) stores the status and body
-//     the server answered, before the answer leaves the server.
+//  3. Finish (Store.FinishIdempotencyKeys, again one transaction for
+//     the requests finishing together) stores the status and body the
+//     server answered, before the answer leaves the server.
 //
 // Why not keep the answer itself in the write's transaction: the answer is
 // rendered by the HTTP layer from what the service returns, after the
@@ -97,24 +98,36 @@ type Entry struct {
 }
 
 // Store keeps keys. Implementations bind a Claim carried in a write's
-// context (see the package doc) in that write's transaction.
+// context (see the package doc) in that write's transaction. Keys are
+// reserved and finished in batches, so that concurrent requests share
+// their commits (as audit records and event posts do).
 type Store interface {
-	// ReserveIdempotencyKey inserts e as Running unless a live entry of
-	// its scope and key exists, and returns the entry that holds the key
-	// now: e itself (same Token) when it was reserved. An entry past its
-	// ExpiresAt, or Running past its LeaseUntil with the same fingerprint,
-	// is replaced by e.
-	ReserveIdempotencyKey(ctx context.Context, e Entry, now time.Time) (Entry, error)
-	// CompleteIdempotencyKey keeps the answer of the reservation named by
-	// token (state Done). fault.NotFound when the reservation is gone or
-	// was taken over.
-	CompleteIdempotencyKey(ctx context.Context, scope, key, token string, status int, contentType string, body []byte) error
-	// ReleaseIdempotencyKey deletes the reservation named by token, so the
-	// key can be used again; nothing when it is gone.
-	ReleaseIdempotencyKey(ctx context.Context, scope, key, token string) error
+	// ReserveIdempotencyKeys reserves es in one transaction, in order,
+	// and returns, for each, the entry that holds its key now: e itself
+	// (same Token) when it was reserved. A key is reserved when no entry
+	// holds it, or the entry holding it expired (ExpiresAt) or is Running
+	// past its LeaseUntil with the same fingerprint; otherwise the holder
+	// is returned. A key given twice is the earlier's for the later.
+	ReserveIdempotencyKeys(ctx context.Context, es []Entry, now time.Time) ([]Entry, error)
+	// FinishIdempotencyKeys records answers in one transaction: each
+	// reservation named by its token is made Done with the answer, or
+	// deleted when Release is set. A reservation that is gone or was
+	// taken over by another token is left as it is.
+	FinishIdempotencyKeys(ctx context.Context, as []Answer) error
 	// PurgeIdempotencyKeys deletes up to limit entries expired at now and
 	// returns how many it deleted.
 	PurgeIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error)
+}
+
+// Answer is how a reservation ends: its kept answer, or its release.
+type Answer struct {
+	Scope, Key, Token string
+	// Release deletes the reservation (the key can be used again)
+	// instead of keeping an answer.
+	Release     bool
+	Status      int
+	ContentType string
+	Body        []byte
 }
 
 // Claim is a reservation carried in a request's context to the store,

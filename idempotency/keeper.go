@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/latchkey/latchkey/clock"
@@ -66,12 +67,36 @@ func ParseKey(v string) (string, error) {
 }
 
 // Keeper runs keys on a store: a request Begins, and Finishes with its
-// answer; Run purges expired keys.
+// answer; Run purges expired keys. Concurrent Begins share one store
+// transaction, and so do concurrent Finishes. The zero value with Store
+// and Clock set is ready; a Keeper must not be copied after first use.
 type Keeper struct {
 	Store  Store
 	Clock  clock.Clock
 	Logger *slog.Logger
+
+	init     sync.Once
+	reserves group[Entry, Entry]
+	finishes group[Answer, struct{}]
 }
+
+func (k *Keeper) start() {
+	k.init.Do(func() {
+		k.reserves.run = func(ctx context.Context, es []Entry) ([]Entry, error) {
+			ctx, cancel := context.WithTimeout(Detach(ctx), storeTimeout)
+			defer cancel()
+			return k.Store.ReserveIdempotencyKeys(ctx, es, k.Clock.Now().UTC().Truncate(time.Microsecond))
+		}
+		k.finishes.run = func(ctx context.Context, as []Answer) ([]struct{}, error) {
+			ctx, cancel := context.WithTimeout(Detach(ctx), storeTimeout)
+			defer cancel()
+			return make([]struct{}, len(as)), k.Store.FinishIdempotencyKeys(ctx, as)
+		}
+	})
+}
+
+// storeTimeout bounds one batch's store transaction.
+const storeTimeout = 15 * time.Second
 
 // PurgeEvery is how often Run deletes expired keys.
 const PurgeEvery = 10 * time.Minute
@@ -83,12 +108,13 @@ const purgeBatch = 1000
 // Proceed the returned claim goes in the request's context (WithClaim);
 // on Replay the entry holds the answer.
 func (k *Keeper) Begin(ctx context.Context, scope, key string, fp []byte) (Outcome, Entry, *Claim, error) {
-	st, now := k.Store, k.Clock.Now().UTC().Truncate(time.Microsecond)
+	k.start()
+	now := k.Clock.Now().UTC().Truncate(time.Microsecond)
 	want := Entry{
 		Scope: scope, Key: key, Fingerprint: fp, Token: NewToken(), State: Running,
 		CreatedAt: now, LeaseUntil: now.Add(Lease), ExpiresAt: now.Add(TTL),
 	}
-	got, err := st.ReserveIdempotencyKey(Detach(ctx), want, now)
+	got, err := k.reserves.do(ctx, want)
 	if err != nil {
 		return 0, Entry{}, nil, err
 	}
@@ -120,15 +146,16 @@ func Keep(status int) bool {
 // so that a retry is refused (Lost) rather than run again. It runs on
 // after ctx ends (a client that went away must still find its answer).
 func (k *Keeper) Finish(ctx context.Context, c *Claim, status int, contentType string, body []byte) error {
-	ctx, cancel := context.WithTimeout(Detach(context.WithoutCancel(ctx)), 10*time.Second)
-	defer cancel()
+	k.start()
+	a := Answer{Scope: c.Scope, Key: c.Key, Token: c.Token, Status: status, ContentType: contentType, Body: body}
 	if !Keep(status) {
 		if c.Bound() {
 			return nil
 		}
-		return k.Store.ReleaseIdempotencyKey(ctx, c.Scope, c.Key, c.Token)
+		a = Answer{Scope: c.Scope, Key: c.Key, Token: c.Token, Release: true}
 	}
-	return k.Store.CompleteIdempotencyKey(ctx, c.Scope, c.Key, c.Token, status, contentType, body)
+	_, err := k.finishes.do(ctx, a)
+	return err
 }
 
 // Purge deletes every key expired by now, in batches.

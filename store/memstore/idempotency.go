@@ -14,42 +14,46 @@ var _ idempotency.Store = (*Store)(nil)
 
 type idemKey struct{ scope, key string }
 
-// ReserveIdempotencyKey implements idempotency.Store.
-func (s *Store) ReserveIdempotencyKey(_ context.Context, e idempotency.Entry, now time.Time) (idempotency.Entry, error) {
+// ReserveIdempotencyKeys implements idempotency.Store.
+func (s *Store) ReserveIdempotencyKeys(_ context.Context, es []idempotency.Entry, now time.Time) ([]idempotency.Entry, error) {
 	defer s.lock()()
+	out := make([]idempotency.Entry, len(es))
+	for i, e := range es {
+		out[i] = s.reserveLocked(e, now)
+	}
+	return out, nil
+}
+
+func (s *Store) reserveLocked(e idempotency.Entry, now time.Time) idempotency.Entry {
 	k := idemKey{e.Scope, e.Key}
 	if got, ok := s.idem[k]; ok {
 		lapsed := got.State == idempotency.Running && !now.Before(got.LeaseUntil) && bytes.Equal(got.Fingerprint, e.Fingerprint)
 		if now.Before(got.ExpiresAt) && !lapsed {
-			return cloneIdem(got), nil
+			return cloneIdem(got)
 		}
 	}
 	e.State = idempotency.Running
 	e.Status, e.ContentType, e.Body = 0, "", []byte{}
 	e.Fingerprint = slices.Clone(e.Fingerprint)
 	s.idem[k] = e
-	return cloneIdem(e), nil
+	return cloneIdem(e)
 }
 
-// CompleteIdempotencyKey implements idempotency.Store.
-func (s *Store) CompleteIdempotencyKey(_ context.Context, scope, key, token string, status int, contentType string, body []byte) error {
+// FinishIdempotencyKeys implements idempotency.Store.
+func (s *Store) FinishIdempotencyKeys(_ context.Context, as []idempotency.Answer) error {
 	defer s.lock()()
-	k := idemKey{scope, key}
-	e, ok := s.idem[k]
-	if !ok || e.Token != token {
-		return fault.E(fault.NotFound, "idempotency key not found")
-	}
-	e.State, e.Status, e.ContentType, e.Body = idempotency.Done, status, contentType, append([]byte{}, body...)
-	s.idem[k] = e
-	return nil
-}
-
-// ReleaseIdempotencyKey implements idempotency.Store.
-func (s *Store) ReleaseIdempotencyKey(_ context.Context, scope, key, token string) error {
-	defer s.lock()()
-	k := idemKey{scope, key}
-	if e, ok := s.idem[k]; ok && e.Token == token {
-		delete(s.idem, k)
+	for _, a := range as {
+		k := idemKey{a.Scope, a.Key}
+		e, ok := s.idem[k]
+		if !ok || e.Token != a.Token {
+			continue
+		}
+		if a.Release {
+			delete(s.idem, k)
+			continue
+		}
+		e.State, e.Status, e.ContentType, e.Body = idempotency.Done, a.Status, a.ContentType, append([]byte{}, a.Body...)
+		s.idem[k] = e
 	}
 	return nil
 }

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
@@ -22,56 +24,86 @@ func scanIdem(row Row) (idempotency.Entry, error) {
 	return e, err
 }
 
-// ReserveIdempotencyKey implements idempotency.Store: an insert that does
-// nothing when the key is held, then, under the row's lock, the holder
-// is read and replaced when it expired or its running reservation lapsed
-// (with the same fingerprint), all in one transaction.
-func (s *Store) ReserveIdempotencyKey(ctx context.Context, e idempotency.Entry, now time.Time) (idempotency.Entry, error) {
-	var got idempotency.Entry
-	err := s.c.Tx(idempotency.Detach(ctx), func(q Querier) error {
-		n, err := q.Exec(ctx, `INSERT INTO idempotency_keys (`+idemCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, '', $9)
-			ON CONFLICT (scope, key) DO NOTHING`,
-			e.Scope, e.Key, e.Fingerprint, e.Token, string(idempotency.Running), e.CreatedAt, e.LeaseUntil, e.ExpiresAt, []byte{})
-		if err != nil {
-			return err
+// ReserveIdempotencyKeys implements idempotency.Store in one
+// Conn.Pipeline transaction: the first batch inserts each key unless it is
+// held (ON CONFLICT DO NOTHING, which waits for a concurrent insert of the
+// key to end) and reads, under its row lock, the entry holding it; the
+// second replaces the holders that expired or whose running reservation
+// lapsed (same fingerprint).
+func (s *Store) ReserveIdempotencyKeys(ctx context.Context, es []idempotency.Entry, now time.Time) ([]idempotency.Entry, error) {
+	out := make([]idempotency.Entry, len(es))
+	inserted, missing := make([]bool, len(es)), make([]bool, len(es))
+	err := s.c.Pipeline(idempotency.Detach(ctx), func(b *Batch) {
+		for i, e := range es {
+			b.Exec(func(n int64) error {
+				inserted[i] = n == 1
+				return nil
+			}, `INSERT INTO idempotency_keys (`+idemCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, '', $9) ON CONFLICT (scope, key) DO NOTHING`,
+				e.Scope, e.Key, e.Fingerprint, e.Token, string(idempotency.Running), e.CreatedAt, e.LeaseUntil, e.ExpiresAt, []byte{})
+			b.QueryRow(func(row Row) error {
+				var err error
+				out[i], err = scanIdem(row)
+				if errors.Is(err, sql.ErrNoRows) {
+					// Released by another transaction since the insert
+					// found it: free again, reserved below.
+					missing[i], err = true, nil
+				}
+				return err
+			}, `SELECT `+idemCols+` FROM idempotency_keys WHERE scope = $1 AND key = $2`+s.d.ForUpdate, e.Scope, e.Key)
 		}
-		if n == 1 {
-			got = e
-			return nil
+	}, func(b *Batch) {
+		decided := map[[2]string]idempotency.Entry{}
+		for i, e := range es {
+			k := [2]string{e.Scope, e.Key}
+			if d, ok := decided[k]; ok {
+				out[i] = d // the key's holder as an earlier entry of the batch left it
+				continue
+			}
+			if missing[i] {
+				b.Exec(nil, `INSERT INTO idempotency_keys (`+idemCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, '', $9) ON CONFLICT (scope, key) DO NOTHING`,
+					e.Scope, e.Key, e.Fingerprint, e.Token, string(idempotency.Running), e.CreatedAt, e.LeaseUntil, e.ExpiresAt, []byte{})
+				e.Body = []byte{}
+				out[i], decided[k] = e, e
+				continue
+			}
+			got := out[i]
+			lapsed := got.State == idempotency.Running && !now.Before(got.LeaseUntil) && string(got.Fingerprint) == string(e.Fingerprint)
+			if !inserted[i] && (!now.Before(got.ExpiresAt) || lapsed) {
+				b.Exec(nil, `UPDATE idempotency_keys SET fingerprint = $3, token = $4, state = $5, created_at = $6, lease_until = $7,
+					expires_at = $8, status = 0, content_type = '', body = $9 WHERE scope = $1 AND key = $2`,
+					e.Scope, e.Key, e.Fingerprint, e.Token, string(idempotency.Running), e.CreatedAt, e.LeaseUntil, e.ExpiresAt, []byte{})
+				got = e
+				got.Body = []byte{}
+			}
+			out[i], decided[k] = got, got
 		}
-		got, err = scanIdem(q.QueryRow(ctx, `SELECT `+idemCols+` FROM idempotency_keys WHERE scope = $1 AND key = $2`+s.d.ForUpdate, e.Scope, e.Key))
-		if err != nil {
-			return err
-		}
-		lapsed := got.State == idempotency.Running && !now.Before(got.LeaseUntil) && string(got.Fingerprint) == string(e.Fingerprint)
-		if now.Before(got.ExpiresAt) && !lapsed {
-			return nil
-		}
-		_, err = q.Exec(ctx, `UPDATE idempotency_keys SET fingerprint = $3, token = $4, state = $5, created_at = $6, lease_until = $7,
-			expires_at = $8, status = 0, content_type = '', body = $9 WHERE scope = $1 AND key = $2`,
-			e.Scope, e.Key, e.Fingerprint, e.Token, string(idempotency.Running), e.CreatedAt, e.LeaseUntil, e.ExpiresAt, []byte{})
-		got = e
-		return err
 	})
 	if err != nil {
-		return idempotency.Entry{}, s.c.MapErr(err)
+		return nil, s.c.MapErr(err)
 	}
-	return got, nil
+	return out, nil
 }
 
-// CompleteIdempotencyKey implements idempotency.Store.
-func (s *Store) CompleteIdempotencyKey(ctx context.Context, scope, key, token string, status int, contentType string, body []byte) error {
-	if body == nil {
-		body = []byte{}
+// FinishIdempotencyKeys implements idempotency.Store: one transaction of
+// updates (answers) and deletes (releases), each under its token.
+func (s *Store) FinishIdempotencyKeys(ctx context.Context, as []idempotency.Answer) error {
+	if len(as) == 0 {
+		return nil
 	}
-	n, err := s.c.Write().Exec(idempotency.Detach(ctx), `UPDATE idempotency_keys SET state = $4, status = $5, content_type = $6, body = $7
-		WHERE scope = $1 AND key = $2 AND token = $3`, scope, key, token, string(idempotency.Done), status, contentType, body)
-	return s.affected(n, err, "idempotency key")
-}
-
-// ReleaseIdempotencyKey implements idempotency.Store.
-func (s *Store) ReleaseIdempotencyKey(ctx context.Context, scope, key, token string) error {
-	return s.exec(idempotency.Detach(ctx), `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND token = $3`, scope, key, token)
+	return s.c.Pipeline(idempotency.Detach(ctx), func(*Batch) {}, func(b *Batch) {
+		for _, a := range as {
+			if a.Release {
+				b.Exec(nil, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND token = $3`, a.Scope, a.Key, a.Token)
+				continue
+			}
+			body := a.Body
+			if body == nil {
+				body = []byte{}
+			}
+			b.Exec(nil, `UPDATE idempotency_keys SET state = $4, status = $5, content_type = $6, body = $7
+				WHERE scope = $1 AND key = $2 AND token = $3`, a.Scope, a.Key, a.Token, string(idempotency.Done), a.Status, a.ContentType, body)
+		}
+	})
 }
 
 // PurgeIdempotencyKeys implements idempotency.Store, through the

@@ -14,21 +14,32 @@ import (
 )
 
 // newIdem is a Running reservation made at Epoch.
-func newIdem(scope, key, fp string) idempotency.Entry {
+func newIdem(scope, key, fp string) idempotency.Entry { return newIdemAt(scope, key, fp, Epoch) }
+
+// newIdemAt is a Running reservation made at at.
+func newIdemAt(scope, key, fp string, at time.Time) idempotency.Entry {
 	return idempotency.Entry{
 		Scope: scope, Key: key, Fingerprint: []byte(fp), Token: idempotency.NewToken(), State: idempotency.Running,
-		CreatedAt: Epoch, LeaseUntil: Epoch.Add(idempotency.Lease), ExpiresAt: Epoch.Add(idempotency.TTL),
+		CreatedAt: at, LeaseUntil: at.Add(idempotency.Lease), ExpiresAt: at.Add(idempotency.TTL),
 		Body: []byte{},
 	}
 }
 
 func mustReserve(t *testing.T, ctx context.Context, s Store, e idempotency.Entry, now time.Time) idempotency.Entry {
 	t.Helper()
-	got, err := s.ReserveIdempotencyKey(ctx, e, now)
-	if err != nil {
-		t.Fatalf("ReserveIdempotencyKey: %v", err)
+	got, err := s.ReserveIdempotencyKeys(ctx, []idempotency.Entry{e}, now)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("ReserveIdempotencyKeys: %v, %d entries", err, len(got))
 	}
-	return got
+	return got[0]
+}
+
+func finish(ctx context.Context, s Store, a idempotency.Answer) error {
+	return s.FinishIdempotencyKeys(ctx, []idempotency.Answer{a})
+}
+
+func release(ctx context.Context, s Store, e idempotency.Entry, token string) error {
+	return finish(ctx, s, idempotency.Answer{Scope: e.Scope, Key: e.Key, Token: token, Release: true})
 }
 
 var idempotencyTests = []test{
@@ -46,7 +57,7 @@ var idempotencyTests = []test{
 		if o := newIdem("t1/user:b", "k1", "fp"); mustReserve(t, ctx, s, o, Epoch).Token != o.Token {
 			t.Error("a key of another scope was not reserved on its own")
 		}
-		if err := s.CompleteIdempotencyKey(ctx, first.Scope, first.Key, first.Token, 201, "application/json", []byte(`{"id":"x"}`)); err != nil {
+		if err := finish(ctx, s, idempotency.Answer{Scope: first.Scope, Key: first.Key, Token: first.Token, Status: 201, ContentType: "application/json", Body: []byte(`{"id":"x"}`)}); err != nil {
 			t.Fatal(err)
 		}
 		got = mustReserve(t, ctx, s, newIdem("t1/user:a", "k1", "fp"), Epoch.Add(2*idempotency.Lease))
@@ -55,7 +66,53 @@ var idempotencyTests = []test{
 		if d := cmp.Diff(want, got); d != "" {
 			t.Errorf("kept answer (-want +got):\n%s", d)
 		}
-		wantKind(t, "complete with a wrong token", s.CompleteIdempotencyKey(ctx, first.Scope, first.Key, "other", 200, "", nil), fault.NotFound)
+		// An answer or release under another token leaves the key as it is.
+		if err := finish(ctx, s, idempotency.Answer{Scope: first.Scope, Key: first.Key, Token: "other", Status: 500}); err != nil {
+			t.Fatal(err)
+		}
+		if err := release(ctx, s, first, "other"); err != nil {
+			t.Fatal(err)
+		}
+		got = mustReserve(t, ctx, s, newIdem("t1/user:a", "k1", "fp"), Epoch.Add(2*idempotency.Lease))
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("after a wrong token's answer (-want +got):\n%s", d)
+		}
+	}},
+	{"IdempotencyBatch", func(t *testing.T, ctx context.Context, s Store) {
+		// One transaction for several requests: distinct keys are each
+		// reserved; a key given twice is the first's for the second.
+		a, b, a2 := newIdem("sc", "a", "fp"), newIdem("sc", "b", "fp"), newIdem("sc", "a", "fp")
+		got, err := s.ReserveIdempotencyKeys(ctx, []idempotency.Entry{a, b, a2}, Epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Token != a.Token || got[1].Token != b.Token || got[2].Token != a.Token {
+			t.Errorf("tokens %s %s %s, want %s %s %s", got[0].Token, got[1].Token, got[2].Token, a.Token, b.Token, a.Token)
+		}
+		// The same for a key the batch takes over (expired).
+		later := Epoch.Add(idempotency.TTL)
+		c, c2 := newIdemAt("sc", "a", "new", later), newIdemAt("sc", "a", "new", later)
+		got, err = s.ReserveIdempotencyKeys(ctx, []idempotency.Entry{c, c2}, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].Token != c.Token || got[1].Token != c.Token {
+			t.Errorf("takeover in a batch: %s %s, want %s twice", got[0].Token, got[1].Token, c.Token)
+		}
+		err = s.FinishIdempotencyKeys(ctx, []idempotency.Answer{
+			{Scope: "sc", Key: "a", Token: c.Token, Status: 200, Body: []byte("A")},
+			{Scope: "sc", Key: "b", Token: b.Token, Release: true},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err = s.ReserveIdempotencyKeys(ctx, []idempotency.Entry{newIdemAt("sc", "a", "new", later), newIdemAt("sc", "b", "other", later)}, later)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[0].State != idempotency.Done || string(got[0].Body) != "A" || got[1].Fingerprint == nil || string(got[1].Fingerprint) != "other" {
+			t.Errorf("after finishing: %+v %+v", got[0], got[1])
+		}
 	}},
 	{"IdempotencyLapsedLeaseTakenOver", func(t *testing.T, ctx context.Context, s Store) {
 		first := newIdem("sc", "k", "fp")
@@ -122,7 +179,7 @@ var idempotencyTests = []test{
 		// One lost reservation fails the whole append.
 		e := newIdem("sc", "c", "fp")
 		mustReserve(t, ctx, s, e, Epoch)
-		if err := s.ReleaseIdempotencyKey(ctx, e.Scope, e.Key, e.Token); err != nil {
+		if err := release(ctx, s, e, e.Token); err != nil {
 			t.Fatal(err)
 		}
 		cl := &idempotency.Claim{Scope: e.Scope, Key: e.Key, Token: e.Token}
@@ -139,13 +196,13 @@ var idempotencyTests = []test{
 	{"IdempotencyReleasePurge", func(t *testing.T, ctx context.Context, s Store) {
 		e := newIdem("sc", "k", "fp")
 		mustReserve(t, ctx, s, e, Epoch)
-		if err := s.ReleaseIdempotencyKey(ctx, e.Scope, e.Key, "not-the-token"); err != nil {
+		if err := release(ctx, s, e, "not-the-token"); err != nil {
 			t.Fatal(err)
 		}
 		if got := mustReserve(t, ctx, s, newIdem("sc", "k", "fp"), Epoch); got.Token != e.Token {
 			t.Error("a release with the wrong token released the key")
 		}
-		if err := s.ReleaseIdempotencyKey(ctx, e.Scope, e.Key, e.Token); err != nil {
+		if err := release(ctx, s, e, e.Token); err != nil {
 			t.Fatal(err)
 		}
 		again := newIdem("sc", "k", "other body")

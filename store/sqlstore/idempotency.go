@@ -1,9 +1,12 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
@@ -33,8 +36,18 @@ func scanIdem(row Row) (idempotency.Entry, error) {
 func (s *Store) ReserveIdempotencyKeys(ctx context.Context, es []idempotency.Entry, now time.Time) ([]idempotency.Entry, error) {
 	out := make([]idempotency.Entry, len(es))
 	inserted, missing := make([]bool, len(es)), make([]bool, len(es))
+	// Rows are locked in key order, so that two batches never wait for
+	// each other (a deadlock); a key given twice keeps its order.
+	order := make([]int, len(es))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(strings.Compare(es[a].Scope, es[b].Scope), strings.Compare(es[a].Key, es[b].Key))
+	})
 	err := s.c.Pipeline(idempotency.Detach(ctx), func(b *Batch) {
-		for i, e := range es {
+		for _, i := range order {
+			e := es[i]
 			b.Exec(func(n int64) error {
 				inserted[i] = n == 1
 				return nil
@@ -53,7 +66,8 @@ func (s *Store) ReserveIdempotencyKeys(ctx context.Context, es []idempotency.Ent
 		}
 	}, func(b *Batch) {
 		decided := map[[2]string]idempotency.Entry{}
-		for i, e := range es {
+		for _, i := range order {
+			e := es[i]
 			k := [2]string{e.Scope, e.Key}
 			if d, ok := decided[k]; ok {
 				out[i] = d // the key's holder as an earlier entry of the batch left it
@@ -174,6 +188,11 @@ func (c *claimConn) Pipeline(ctx context.Context, first, second func(*Batch)) er
 }
 
 func queueBinds(b *Batch, cs []*idempotency.Claim) {
+	// In key order, as ReserveIdempotencyKeys locks them.
+	cs = slices.Clone(cs)
+	slices.SortFunc(cs, func(x, y *idempotency.Claim) int {
+		return cmp.Or(strings.Compare(x.Scope, y.Scope), strings.Compare(x.Key, y.Key))
+	})
 	for _, cl := range cs {
 		b.Exec(func(n int64) error {
 			if n != 1 {

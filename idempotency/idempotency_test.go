@@ -168,3 +168,43 @@ func TestKeeperOutcomes(t *testing.T) {
 	}
 	begin("k", "B", idempotency.Proceed)
 }
+
+// purgeSpy reports each purge's count.
+type purgeSpy struct {
+	*memstore.Store
+	purged chan int
+}
+
+func (p purgeSpy) PurgeIdempotencyKeys(ctx context.Context, now time.Time, limit int) (int, error) {
+	n, err := p.Store.PurgeIdempotencyKeys(ctx, now, limit)
+	p.purged <- n
+	return n, err
+}
+
+// Run purges expired keys every PurgeEvery.
+func TestKeeperRunPurges(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clk := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	st := purgeSpy{memstore.New(), make(chan int, 1)}
+	k := &idempotency.Keeper{Store: st, Clock: clk}
+	if _, _, _, err := k.Begin(ctx, "sc", "old", []byte("fp")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		k.Run(ctx)
+		close(done)
+	}()
+	clk.WaitForTimers(1)
+	clk.Advance(idempotency.PurgeEvery)
+	if n := <-st.purged; n != 0 {
+		t.Errorf("first tick purged %d keys, want 0 (not expired)", n)
+	}
+	clk.Advance(idempotency.TTL)
+	if n := <-st.purged; n != 1 {
+		t.Errorf("tick after expiry purged %d keys, want 1", n)
+	}
+	cancel()
+	<-done
+}

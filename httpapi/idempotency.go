@@ -70,6 +70,14 @@ func (s *Server) idempotent(st style, h handlerFunc) handlerFunc {
 		}
 		bw := &bufferedWriter{header: http.Header{}, status: http.StatusOK}
 		r = r.WithContext(idempotency.WithClaim(r.Context(), claim))
+		defer func() {
+			// A handler that panics answers 500 (ServeHTTP): release the
+			// key at once rather than when its lease lapses.
+			if v := recover(); v != nil {
+				s.p.Idempotency.Finish(r.Context(), claim, http.StatusInternalServerError, "", nil)
+				panic(v)
+			}
+		}()
 		if hook := s.idemHook.Load(); hook != nil {
 			(*hook)(r)
 		}

@@ -111,8 +111,10 @@ type Store interface {
 	ReserveIdempotencyKeys(ctx context.Context, es []Entry, now time.Time) ([]Entry, error)
 	// FinishIdempotencyKeys records answers in one transaction: each
 	// reservation named by its token is made Done with the answer, or
-	// deleted when Release is set. A reservation that is gone or was
-	// taken over by another token is left as it is.
+	// deleted when Release is set and it is still Running (a Stored key,
+	// bound by a write whose commit's outcome its request never learnt,
+	// stays). A reservation that is gone or was taken over by another
+	// token is left as it is.
 	FinishIdempotencyKeys(ctx context.Context, as []Answer) error
 	// PurgeIdempotencyKeys deletes up to limit entries expired at now and
 	// returns how many it deleted.

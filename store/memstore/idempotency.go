@@ -49,7 +49,9 @@ func (s *Store) FinishIdempotencyKeys(_ context.Context, as []idempotency.Answer
 			continue
 		}
 		if a.Release {
-			delete(s.idem, k)
+			if e.State == idempotency.Running {
+				delete(s.idem, k)
+			}
 			continue
 		}
 		e.State, e.Status, e.ContentType, e.Body = idempotency.Done, a.Status, a.ContentType, append([]byte{}, a.Body...)

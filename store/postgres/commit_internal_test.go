@@ -339,6 +339,19 @@ func TestLostCommitIsResolved(t *testing.T) {
 		if !fault.Is(fault.Unavailable, err) || !strings.Contains(err.Error(), "outcome could not be learnt") {
 			t.Fatalf("append of unknown outcome: %v, want Unavailable naming the unknown outcome", err)
 		}
+		// The request answers 503, which releases its key, but the commit
+		// took place and bound it: the key stays, and the retry that
+		// follows the 503 does not store the events again.
+		before := count()
+		if err := k.Finish(ctx, cl, 503, "", nil); err != nil {
+			t.Fatal(err)
+		}
+		if o, _, _, err := k.Begin(ctx, "sc", "unknown", []byte("fp")); err != nil || o != idempotency.InFlight {
+			t.Errorf("retry after the 503: %v %v, want InFlight (stored, not run again)", o, err)
+		}
+		if count() != before {
+			t.Errorf("events stored by the retry")
+		}
 	})
 
 	t.Run("tx committed", func(t *testing.T) {

@@ -107,7 +107,10 @@ func (s *Store) FinishIdempotencyKeys(ctx context.Context, as []idempotency.Answ
 	return s.c.Pipeline(idempotency.Detach(ctx), func(*Batch) {}, func(b *Batch) {
 		for _, a := range as {
 			if a.Release {
-				b.Exec(nil, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND token = $3`, a.Scope, a.Key, a.Token)
+				// Only while nothing is stored under it: a write whose
+				// commit's outcome was not learnt may have bound it.
+				b.Exec(nil, `DELETE FROM idempotency_keys WHERE scope = $1 AND key = $2 AND token = $3 AND state = $4`,
+					a.Scope, a.Key, a.Token, string(idempotency.Running))
 				continue
 			}
 			body := a.Body

@@ -26,6 +26,7 @@ import (
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/guide"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/internal/tracing"
@@ -56,6 +57,7 @@ type Store interface {
 	guide.Store
 	eventstream.Store
 	oidc.Store
+	idempotency.Store
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -222,6 +224,10 @@ type Platform struct {
 	// OIDC is the OpenID Provider: authorization code flow, hosted
 	// sign-in, ID tokens, logout (beyond the specification).
 	OIDC *oidc.Service
+	// Idempotency keeps the answers of creating requests sent with an
+	// Idempotency-Key (see package idempotency); httpapi uses it, and Run
+	// purges expired keys.
+	Idempotency *idempotency.Keeper
 	// EventStream is area E: push subscriptions and directory sync; its
 	// delivery engine runs in Run.
 	EventStream *eventstream.Service
@@ -329,6 +335,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		evcfg.Notify = func(ctx context.Context) error { return n.Notify(ctx, eventsChannel) }
 	}
 	p.Events = events.NewService(evcfg)
+	p.Idempotency = &idempotency.Keeper{Store: cfg.Store, Clock: cfg.Clock, Logger: p.log}
 	p.Notify = notify.NewService(notify.Config{
 		Store: cfg.Store, Tenants: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Waker: p.Events, Logger: cfg.Logger,
 	})
@@ -433,7 +440,7 @@ func (p *Platform) CreateUser(ctx context.Context, by identity.Principal, tenant
 }
 
 // Run runs the background workers (audit export jobs, archive clean-up,
-// event retention and event-stream delivery) until ctx ends or Close is called, and returns once they
+// event retention, expired Idempotency-Key purging and event-stream delivery) until ctx ends or Close is called, and returns once they
 // have stopped. With a Notifier store, a job queued by any process wakes
 // the export worker.
 func (p *Platform) Run(ctx context.Context) error {
@@ -476,6 +483,7 @@ func (p *Platform) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Events.Run(ctx) })
 	wg.Go(func() { p.Guide.Run(ctx) })
+	wg.Go(func() { p.Idempotency.Run(ctx) })
 	wg.Go(func() { p.streamEngine.Run(ctx) })
 	err := p.Exports.Run(ctx)
 	cancel()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/internal/ids"
 	"github.com/latchkey/latchkey/internal/tracing"
 )
@@ -198,7 +199,9 @@ func (r *Recorder) instance(ctx context.Context, tenantID, source string) (strin
 	if ok {
 		return id, nil
 	}
-	si, err := r.store.EnsureServiceInstance(ctx, NewInstance(tenantID, source, r.clock.Now()))
+	// Not the request's own write: it must not bind the request's
+	// Idempotency-Key claim.
+	si, err := r.store.EnsureServiceInstance(idempotency.Detach(ctx), NewInstance(tenantID, source, r.clock.Now()))
 	if err != nil {
 		return "", err
 	}

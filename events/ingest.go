@@ -13,6 +13,7 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/internal/tracing"
 )
 
@@ -67,6 +68,9 @@ type appendReq struct {
 	// origin is the caller's span: the commit's span links to the spans
 	// of the appends it holds.
 	origin tracing.Origin
+	// claims are the caller's Idempotency-Key claims: the transaction
+	// that stores the events binds them (package idempotency).
+	claims []*idempotency.Claim
 }
 
 func newIngester(store Store, log *slog.Logger, committed func([]*Event)) *ingester {
@@ -100,7 +104,7 @@ type IngestStats struct {
 // span of its own (events.commit) linked to the caller's span, as
 // audit.Recorder does for records.
 func (in *ingester) append(ctx context.Context, evs []*Event, rec *audit.Record) error {
-	r := &appendReq{evs: evs, rec: rec, done: make(chan error, 1), origin: tracing.OriginOf(ctx)}
+	r := &appendReq{evs: evs, rec: rec, done: make(chan error, 1), origin: tracing.OriginOf(ctx), claims: idempotency.Pending(ctx)}
 	in.closeMu.RLock()
 	if in.closed {
 		in.closeMu.RUnlock()
@@ -156,8 +160,8 @@ func (in *ingester) loop() {
 }
 
 // flush appends the events (and audit records) of batch in one
-// transaction. If that fails and the batch joined several requests, each
-// is retried alone, so that one request the store refuses (say a character
+// transaction. If the store refuses it and the batch joined several
+// requests, each is retried alone, so that one request the store refuses (say a character
 // PostgreSQL cannot store) does not fail the others. A failed transaction
 // stores nothing, so a retry neither loses nor duplicates an event; the
 // store reassigns the IDs and sequence numbers it had set in place.
@@ -170,12 +174,17 @@ func (in *ingester) flush(batch []*appendReq) {
 			evs = append(evs, r.evs...)
 		}
 	}
+	var claims []*idempotency.Claim
 	for _, r := range batch {
 		if r.rec != nil {
 			recs = append(recs, r.rec)
 		}
+		claims = append(claims, r.claims...)
 	}
 	ctx, span := commitSpan(batch, len(evs))
+	// The batch's transaction binds its requests' Idempotency-Key claims:
+	// each post's events and its key commit together.
+	ctx = idempotency.WithClaims(ctx, claims)
 	var err error
 	if in.audited != nil {
 		err = in.audited.AppendEventsAudited(ctx, evs, recs)
@@ -186,7 +195,11 @@ func (in *ingester) flush(batch []*appendReq) {
 		span.SetStatus(codes.Error, "append failed")
 	}
 	span.End()
-	if err != nil && len(batch) > 1 {
+	// Not when the database is out of reach (Unavailable): that says
+	// nothing about one request, and a commit whose outcome the store
+	// could not learn may have stored the batch, which a retry of each
+	// request would store again.
+	if err != nil && len(batch) > 1 && !fault.Is(fault.Unavailable, err) {
 		for _, r := range batch {
 			in.flush([]*appendReq{r})
 		}

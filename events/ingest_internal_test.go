@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/fault"
 )
 
 // gatedStore is an audited events store whose appends wait for the test to
@@ -116,5 +117,40 @@ func TestIngesterReportsStoreFailure(t *testing.T) {
 	in.close()
 	if err := in.append(context.Background(), []*Event{{TenantID: "t"}}, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append after close = %v, want ErrClosed", err)
+	}
+}
+
+// A batch the database could not take (Unavailable, as when a commit's
+// outcome is unknown) fails every request at once: none is retried
+// alone, since the batch may be stored.
+func TestIngesterDoesNotSplitUnavailableBatch(t *testing.T) {
+	st := &gatedStore{gate: make(chan struct{}), entered: make(chan int, 100), fail: fault.E(fault.Unavailable, "database unavailable")}
+	in := newIngester(st, nil, nil)
+	defer in.close()
+	post := func() error {
+		return in.append(context.Background(), []*Event{{TenantID: "t"}}, &audit.Record{TenantID: "t"})
+	}
+	first := make(chan error, 1)
+	go func() { first <- post() }()
+	<-st.entered
+	const more = 5
+	results := make(chan error, more)
+	for range more {
+		go func() { results <- post() }()
+	}
+	waitQueued(t, in, more)
+	close(st.gate)
+	if err := <-first; !fault.Is(fault.Unavailable, err) {
+		t.Fatalf("first = %v", err)
+	}
+	for range more {
+		if err := <-results; !fault.Is(fault.Unavailable, err) {
+			t.Fatalf("batched post = %v, want Unavailable", err)
+		}
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.batches) != 2 || st.batches[1] != more {
+		t.Errorf("transactions = %v, want [1 %d]: an unavailable batch is not split", st.batches, more)
 	}
 }

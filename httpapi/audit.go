@@ -24,7 +24,7 @@ func (s *Server) registerAudit() {
 	base := s.opts.AuditURL
 	auth := s.oauthToken(styleProblem, identity.ScopeAuditExport)
 	s.handle("GET", base+"/v1/service_instances", auth, s.listServiceInstances)
-	s.handle("POST", base+"/v1/audit-log-exports", auth, s.startExport)
+	s.handle("POST", base+"/v1/audit-log-exports", auth.creating(), s.startExport)
 	s.handle("GET", base+"/v1/audit-log-exports/{jobId}", auth, s.getExport)
 	s.handle("GET", base+archivesPath+"/{jobId}", routeOpts{style: styleProblem, name: "signed-url"}, s.downloadArchive)
 	s.handle("GET", base+archivesPath+"/{jobId}/integrity", routeOpts{style: styleProblem, name: "signed-url"}, s.downloadIntegrity)

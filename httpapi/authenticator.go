@@ -25,7 +25,7 @@ func (s *Server) registerAuthenticators() {
 	base := s.opts.AuthenticatorURL + "/api/v1/tenants/{tenantCode}/users/{userId}/authenticators"
 	key := s.apiKey(styleProblem, identity.AreaAuthenticator)
 	s.handle("GET", base, key, s.listAuthenticators)
-	s.handle("POST", base, key, s.importAuthenticator)
+	s.handle("POST", base, key.creating(), s.importAuthenticator)
 	s.handle("GET", base+"/{authenticatorId}", key, s.getAuthenticator)
 	s.handle("PATCH", base+"/{authenticatorId}", key, s.updateAuthenticator)
 	s.handle("DELETE", base+"/{authenticatorId}", key, s.deleteAuthenticator)
@@ -281,7 +281,7 @@ func (s *Server) registerWebAuthn() {
 	base := s.opts.AuthenticatorURL + "/api/v1/tenants/{tenantCode}/webauthn"
 	key := s.apiKey(styleFIDO, identity.AreaAuthenticator)
 	s.handle("POST", base+"/attestation/options", key, s.attestationOptions)
-	s.handle("POST", base+"/attestation/result", key, s.attestationResult)
+	s.handle("POST", base+"/attestation/result", key.creating(), s.attestationResult)
 	s.handle("POST", base+"/assertion/options", key, s.assertionOptions)
 	s.handle("POST", base+"/assertion/result", key, s.assertionResult)
 }

@@ -21,8 +21,8 @@ const DefaultClientCertHeader = "X-Forwarded-Client-Cert"
 func (s *Server) registerClients() {
 	base := s.opts.BaseURL + "/client-management"
 	admin := s.platformJWT()
-	s.handle("POST", base+"/profiles", admin, s.createProfile)
-	s.handle("POST", base+"/regtokens", admin, s.createRegToken)
+	s.handle("POST", base+"/profiles", admin.creating(), s.createProfile)
+	s.handle("POST", base+"/regtokens", admin.creating(), s.createRegToken)
 	// Registration needs no bearer: the registration token is the credential.
 	public := routeOpts{style: stylePlatform}
 	s.handle("POST", base+"/clients", public, s.registerClient)

@@ -21,9 +21,9 @@ func (s *Server) registerEvents() {
 	// events.MaxEventBytes each, so it gets a larger limit than the
 	// server's default.
 	post.limit = events.MaxPostBytes
-	s.handle("POST", base+"/v1/events", post, s.postEvents)
+	s.handle("POST", base+"/v1/events", post.creating(), s.postEvents)
 	s.handle("GET", base+"/v1/events", s.oauthToken(styleProblem, identity.ScopeEventConsumer), s.queryEvents)
-	s.handle("POST", s.opts.BaseURL+"/admin/tenants/{tenantId}/events", s.platformJWT(), s.emitEvent)
+	s.handle("POST", s.opts.BaseURL+"/admin/tenants/{tenantId}/events", s.platformJWT().creating(), s.emitEvent)
 }
 
 // readJSONBody reads a JSON body for handlers that pass it on undecoded:
@@ -41,6 +41,9 @@ func readJSONBody(r *http.Request) ([]byte, error) {
 		return nil, err
 	}
 	if err := checkDepth(b, MaxJSONDepth); err != nil {
+		return nil, err
+	}
+	if err := refuseNull(b); err != nil {
 		return nil, err
 	}
 	return b, nil

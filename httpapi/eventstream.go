@@ -21,14 +21,14 @@ func (s *Server) registerEventStream() {
 	auth := s.oauthToken(styleProblem, identity.ScopeEventStreamAdmin)
 	for _, prefix := range []string{base + "/tenants/{tenant}", base} {
 		subs, one := prefix+"/subscriptions", prefix+"/subscriptions/{subscriptionId}"
-		s.handle("POST", subs, auth, s.createStreamSub)
+		s.handle("POST", subs, auth.creating(), s.createStreamSub)
 		s.handle("GET", subs, auth, s.listStreamSubs)
 		s.handle("GET", one, auth, s.getStreamSub)
 		s.handle("PATCH", one, auth, s.updateStreamSub)
 		s.handle("DELETE", one, auth, s.deleteStreamSub)
 		s.handle("GET", one+"/dead-letters", auth, s.listDeadLetters)
 		s.handle("POST", one+"/dead-letters/redeliver", auth, s.redeliverDeadLetters)
-		s.handle("POST", prefix+"/directory-sync", auth, s.createDirectorySync)
+		s.handle("POST", prefix+"/directory-sync", auth.creating(), s.createDirectorySync)
 		s.handle("DELETE", prefix+"/directory-sync/{subscriptionId}", auth, s.deleteDirectorySync)
 	}
 }

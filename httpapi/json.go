@@ -63,6 +63,9 @@ func unmarshalJSON(b []byte, v any) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return fault.E(fault.Invalid, "request body is empty")
 	}
+	if err := refuseNull(b); err != nil {
+		return err
+	}
 	if err := checkDepth(b, MaxJSONDepth); err != nil {
 		return err
 	}
@@ -85,6 +88,16 @@ func unmarshalJSON(b []byte, v any) error {
 	}
 	if dec.More() {
 		return fault.E(fault.Invalid, "unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// refuseNull refuses a body that is the JSON null: every JSON route takes
+// an object (or, for event posts, an array), and decoding null into one
+// would leave it as if the body had been {}.
+func refuseNull(b []byte) error {
+	if string(bytes.TrimSpace(b)) == "null" {
+		return fault.E(fault.Invalid, "request body must be a JSON object, not null")
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ func (s *Server) registerNotify() {
 	admin := s.oauthToken(styleNotification, identity.ScopeNotificationAdmin)
 	consumer := s.oauthToken(styleNotification, identity.ScopeNotificationConsumer)
 	admin.limit = notify.MaxCreateBytes
-	s.handle("POST", base, admin, s.createSubscription)
+	s.handle("POST", base, admin.creating(), s.createSubscription)
 	s.handle("GET", base+"/{id}", consumer, s.getSubscription)
 	s.handle("DELETE", base+"/{id}", admin, s.deleteSubscription)
 	s.handle("GET", base+"/{id}/notifications", consumer, s.retrieveNotifications)

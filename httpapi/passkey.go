@@ -14,7 +14,7 @@ func (s *Server) registerPasskeys() {
 	base := s.opts.BaseURL
 	user := s.platformJWT()
 	s.handle("POST", base+"/me/passkeys/options", user, s.passkeyCreationOptions)
-	s.handle("POST", base+"/me/passkeys", user, s.registerPasskey)
+	s.handle("POST", base+"/me/passkeys", user.creating(), s.registerPasskey)
 	s.handle("GET", base+"/me/passkeys", user, s.listPasskeys)
 	s.handle("DELETE", base+"/me/passkeys/{authenticatorId}", user, s.deletePasskey)
 	s.handle("POST", base+"/auth/passkeys/options", routeOpts{style: stylePlatform}, s.passkeyRequestOptions)

@@ -17,12 +17,12 @@ func (s *Server) registerPlatform() {
 	s.handle("POST", base+"/auth/tokens", public, s.login)
 
 	admin := s.platformJWT()
-	s.handle("POST", base+"/admin/tenants", admin, s.createTenant)
+	s.handle("POST", base+"/admin/tenants", admin.creating(), s.createTenant)
 	s.handle("GET", base+"/admin/tenants/{tenantId}", admin, s.getTenant)
 	s.handle("PATCH", base+"/admin/tenants/{tenantId}/settings", admin, s.updateSettings)
-	s.handle("POST", base+"/admin/tenants/{tenantId}/users", admin, s.createUser)
-	s.handle("POST", base+"/admin/tenants/{tenantId}/oauth-clients", admin, s.createOAuthClient)
-	s.handle("POST", base+"/admin/tenants/{tenantId}/api-keys", admin, s.createAPIKey)
+	s.handle("POST", base+"/admin/tenants/{tenantId}/users", admin.creating(), s.createUser)
+	s.handle("POST", base+"/admin/tenants/{tenantId}/oauth-clients", admin.creating(), s.createOAuthClient)
+	s.handle("POST", base+"/admin/tenants/{tenantId}/api-keys", admin.creating(), s.createAPIKey)
 }
 
 type loginRequest struct {

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -75,6 +76,8 @@ type Route struct {
 	Method  string
 	Pattern string // net/http pattern path, e.g. /api/v1/admin/tenants/{tenantId}
 	Auth    string // "none", "platform-jwt", "oauth:<scope>", "apikey:<area>", "signed-url", ...
+	// Idempotent marks a creating POST that honours Idempotency-Key.
+	Idempotent bool
 }
 
 // Server is the platform's http.Handler.
@@ -86,6 +89,10 @@ type Server struct {
 	mux    *http.ServeMux
 	routes []Route
 	styles map[string]style // error style by registered path pattern
+	// idemHook, set by tests only, runs when a request has reserved its
+	// Idempotency-Key, before its handler: a retry sent from it finds the
+	// first still running.
+	idemHook atomic.Pointer[func(*http.Request)]
 }
 
 // New returns a Server for p.
@@ -199,6 +206,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx = audit.WithTraceID(ctx, traceID)
 	r = r.WithContext(ctx)
 	r = s.blankEmptyAuthnSegments(r)
+	if s.emptyVTokenSegment(r.URL.Path) {
+		// ServeMux would redirect (307) to the path with "//" cleaned,
+		// which names another resource or none.
+		s.writeError(w, r, styleProvisioning, fault.E(fault.Invalid, "the path has an empty segment: tenant, user, token and label cannot be empty"))
+		return
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
@@ -313,6 +326,14 @@ type routeOpts struct {
 	auth  authFunc
 	name  string // Route.Auth
 	limit int64  // body limit; 0 means Options.MaxBodyBytes
+	idem  bool   // a creating POST: honours Idempotency-Key
+}
+
+// creating returns o for a creating POST, which honours Idempotency-Key
+// (see idempotent).
+func (o routeOpts) creating() routeOpts {
+	o.idem = true
+	return o
 }
 
 // handle registers h for method and path (relative to a prefix already
@@ -325,7 +346,10 @@ func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
 	if limit == 0 {
 		limit = s.opts.MaxBodyBytes
 	}
-	route := Route{Method: method, Pattern: strings.TrimSuffix(path, "{$}"), Auth: o.name}
+	route := Route{Method: method, Pattern: strings.TrimSuffix(path, "{$}"), Auth: o.name, Idempotent: o.idem}
+	if o.idem {
+		h = s.idempotent(o.style, h)
+	}
 	s.routes = append(s.routes, route)
 	s.styles[path] = o.style
 	s.mux.HandleFunc(method+" "+path, s.instrumented(method, route.Pattern, func(w http.ResponseWriter, r *http.Request) {

@@ -11,7 +11,7 @@ import (
 func (s *Server) registerVault() {
 	base := s.opts.BaseURL + "/vault/keys2"
 	jwt := s.platformJWT()
-	s.handle("POST", base, jwt, s.createVaultKey)
+	s.handle("POST", base, jwt.creating(), s.createVaultKey)
 	s.handle("GET", base, jwt, s.listVaultKeys)
 	s.handle("GET", base+"/{id}", jwt, s.getVaultKey)
 	s.handle("DELETE", base+"/{id}", jwt, s.deleteVaultKey)

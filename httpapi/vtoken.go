@@ -35,11 +35,11 @@ func (s *Server) registerVToken() {
 	tokens := "/Tenants/{tenantId}/Users/{userId}/Tokens"
 	tok := tokens + "/{tokenId}"
 	s.handle("GET", v1+"/Tenants/{tenantId}/TenantExchangePublicKey", key, s.vtokenExchangeKey)
-	s.handle("POST", v1+tokens, key, s.vtokenCreate(vtoken.V1))
-	s.handle("POST", v2+tokens, key, s.vtokenCreate(vtoken.V2))
+	s.handle("POST", v1+tokens, key.creating(), s.vtokenCreate(vtoken.V1))
+	s.handle("POST", v2+tokens, key.creating(), s.vtokenCreate(vtoken.V2))
 	s.handle("GET", v1+tokens, key, s.vtokenList(vtoken.V1))
 	s.handle("GET", v2+tokens, key, s.vtokenList(vtoken.V2))
-	s.handle("POST", v1+tok+"/Certificate", upload, s.vtokenImport)
+	s.handle("POST", v1+tok+"/Certificate", upload.creating(), s.vtokenImport)
 	s.handle("GET", v1+tok+"/Certificates", key, s.vtokenCertificates)
 	s.handle("PUT", v1+tok+"/ProvisioningComplete", key, s.vtokenComplete)
 	s.handle("DELETE", v1+tok, key, s.vtokenDelete)
@@ -48,6 +48,14 @@ func (s *Server) registerVToken() {
 	// {roleName}:ChangePin are one segment, split here.
 	s.handle("POST", v1+tok+"/Role/{roleAction}", key, s.vtokenRole)
 	s.handle("POST", v1+tok+"/Sign", sign, s.vtokenSign)
+}
+
+// emptyVTokenSegment reports whether path is under the virtual-token
+// API and has an empty segment ("//", or a trailing "/"): a missing
+// tenant, user, token id or label, answered 400 before routing.
+func (s *Server) emptyVTokenSegment(path string) bool {
+	rest, ok := strings.CutPrefix(path, s.opts.ProvisioningURL+"/VirtualToken/Provisioning/")
+	return ok && (strings.Contains(rest, "//") || strings.HasSuffix(rest, "/"))
 }
 
 func vtokenRef(r *http.Request) vtoken.Ref {

@@ -104,6 +104,7 @@ type SettingsPatch struct {
 	NotificationRetentionSeconds *int64    `json:"notificationRetentionSeconds"`
 	WebAuthn                     *WebAuthn `json:"webauthn"`
 	AttestationPolicy            *string   `json:"attestationPolicy"`
+	MaxTokensPerUser             *int      `json:"maxTokensPerUser"`
 }
 
 // MaxRetentionSeconds bounds a tenant's notification retention (30 days).
@@ -159,6 +160,12 @@ func (s *Service) UpdateSettings(ctx context.Context, p Principal, tenantID stri
 		if *ap == AttestationPolicyNone {
 			st.AttestationPolicy = ""
 		}
+	}
+	if n := patch.MaxTokensPerUser; n != nil {
+		if *n < 1 || *n > MaxTokensPerUserLimit {
+			return fail(fault.E(fault.Invalid, fault.Field("maxTokensPerUser"), fmt.Sprintf("maxTokensPerUser must be between 1 and %d", MaxTokensPerUserLimit)))
+		}
+		st.MaxTokensPerUser = *n
 	}
 	if err := s.st.UpdateTenantSettings(ctx, tenantID, st); err != nil {
 		return fail(err)

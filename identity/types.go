@@ -67,12 +67,11 @@ const (
 
 // Tenant is an isolated customer of the platform.
 type Tenant struct {
-	ID          string // GUID, the spec's tenantId / tenantID
-	Code        string // 10 characters A-Z 0-9: tenantCode, tenant, auth_domain
-	Name        string
-	Settings    Settings
-	ExchangeKey []byte // sealed PKCS#8 RSA-2048 private key (vtoken exchange key)
-	CreatedAt   time.Time
+	ID        string // GUID, the spec's tenantId / tenantID
+	Code      string // 10 characters A-Z 0-9: tenantCode, tenant, auth_domain
+	Name      string
+	Settings  Settings
+	CreatedAt time.Time
 }
 
 // IsRoot reports whether t is the platform operators' tenant.
@@ -90,6 +89,38 @@ type Settings struct {
 	// requires one that chains to the FIDO Metadata Service BLOB the
 	// operator loaded. Omitted from JSON while it is the default.
 	AttestationPolicy string `json:"attestationPolicy,omitempty"`
+	// MaxTokensPerUser is how many virtual tokens (area G) one user may
+	// hold: 1 to MaxTokensPerUserLimit, DefaultMaxTokensPerUser unless
+	// set (also for tenants stored before the setting existed).
+	MaxTokensPerUser int `json:"maxTokensPerUser"`
+}
+
+const (
+	// DefaultMaxTokensPerUser is Settings.MaxTokensPerUser's default.
+	DefaultMaxTokensPerUser = 16
+	// MaxTokensPerUserLimit bounds Settings.MaxTokensPerUser.
+	MaxTokensPerUserLimit = 1000
+)
+
+// UnmarshalJSON reads settings as stored, giving a setting that the JSON
+// lacks (one added after the tenant was stored) its default.
+func (s *Settings) UnmarshalJSON(b []byte) error {
+	type plain Settings
+	p := plain{MaxTokensPerUser: DefaultMaxTokensPerUser}
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	*s = Settings(p)
+	return nil
+}
+
+// TokensPerUser is the virtual-token limit of a user of the tenant:
+// MaxTokensPerUser, or its default when unset.
+func (s Settings) TokensPerUser() int {
+	if s.MaxTokensPerUser <= 0 {
+		return DefaultMaxTokensPerUser
+	}
+	return s.MaxTokensPerUser
 }
 
 // Attestation policies of Settings.AttestationPolicy.
@@ -114,6 +145,7 @@ func (s Settings) MarshalJSON() ([]byte, error) {
 	p := plain(s)
 	p.PlanFeatures = nonNil(p.PlanFeatures)
 	p.WebAuthn.Origins = nonNil(p.WebAuthn.Origins)
+	p.MaxTokensPerUser = s.TokensPerUser()
 	return json.Marshal(p)
 }
 
@@ -125,6 +157,7 @@ func DefaultSettings() Settings {
 		PlanFeatures:                 []string{FeatureFIDOImport},
 		NotificationRetentionSeconds: 6 * 3600,
 		WebAuthn:                     WebAuthn{RPID: "localhost", Origins: []string{"http://localhost:8080", "https://localhost:8443"}},
+		MaxTokensPerUser:             DefaultMaxTokensPerUser,
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/internal/ids"
 	"github.com/latchkey/latchkey/seal"
@@ -32,9 +33,10 @@ const (
 	// may carry MaxUploadOverhead bytes more (headers, boundaries).
 	MaxPFXBytes       = 256 << 10
 	MaxUploadOverhead = 16 << 10
-	// MaxTokensPerUser is how many tokens one user may hold; creating
-	// one more is a conflict (409).
-	MaxTokensPerUser = 16
+	// MaxTokensPerUser is how many tokens one user may hold unless the
+	// tenant's settings say otherwise (identity.Settings.MaxTokensPerUser);
+	// creating one more is fault.Conflict.
+	MaxTokensPerUser = identity.DefaultMaxTokensPerUser
 	// MaxLabelLength is the longest token label (characters).
 	MaxLabelLength = 32
 	// User passwords are MinUserPIN to MaxUserPIN characters; Admin
@@ -263,7 +265,9 @@ func (s *Service) exchangeKey(ctx context.Context, tenantID string) (*rsa.Privat
 		if merr != nil {
 			return nil, fault.E(fault.Internal, merr)
 		}
-		sealed, err = s.cfg.Store.PutExchangeKey(ctx, tenantID, s.cfg.Sealer.Seal(exchangePurpose(tenantID), der))
+		// Created on the side of the request that needs it: not the
+		// request's own write, so it binds no Idempotency-Key claim.
+		sealed, err = s.cfg.Store.PutExchangeKey(idempotency.Detach(ctx), tenantID, s.cfg.Sealer.Seal(exchangePurpose(tenantID), der))
 	}
 	if err != nil {
 		return nil, err
@@ -319,8 +323,8 @@ func (s *Service) decrypt(ctx context.Context, tenantID string, in PINInput, fie
 }
 
 // CreateToken creates an empty token for the user, able to hold RSA keys
-// of up to v.MaxKeySize() bits, and returns its id. A user holding
-// MaxTokensPerUser tokens already is fault.Conflict.
+// of up to v.MaxKeySize() bits, and returns its id. A user holding the
+// tenant's maxTokensPerUser tokens already is fault.Conflict.
 func (s *Service) CreateToken(ctx context.Context, p identity.Principal, r Ref, v Version) (string, error) {
 	meta := refMeta(r)
 	meta["version"] = string(v)
@@ -334,9 +338,14 @@ func (s *Service) CreateToken(ctx context.Context, p identity.Principal, r Ref, 
 	now := s.now()
 	t := Token{TenantID: r.TenantID, UserID: r.UserID, ID: ids.NewGUID(), Version: v, MaxKeySize: v.MaxKeySize(),
 		State: StateProvisioning, CreatedAt: now, UpdatedAt: now}
-	if err := s.cfg.Store.CreateToken(ctx, t, MaxTokensPerUser); err != nil {
+	tn, err := s.cfg.Directory.GetTenant(ctx, r.TenantID)
+	if err != nil {
+		return "", s.record(ctx, auditTenant(p), ActionCreate, err, meta)
+	}
+	limit := tn.Settings.TokensPerUser()
+	if err := s.cfg.Store.CreateToken(ctx, t, limit); err != nil {
 		if fault.Is(fault.Conflict, err) {
-			err = fault.E(fault.Conflict, fmt.Sprintf("the user already holds %d tokens", MaxTokensPerUser), err)
+			err = fault.E(fault.Conflict, fmt.Sprintf("the user already holds %d tokens, the tenant's maxTokensPerUser", limit), err)
 		}
 		return "", s.record(ctx, auditTenant(p), ActionCreate, err, meta)
 	}

@@ -252,6 +252,36 @@ func TestTokenLimitPerUser(t *testing.T) {
 	wantKind(t, "token over the limit", err, fault.Conflict)
 }
 
+// The limit is the tenant's maxTokensPerUser setting: raised, the user
+// may hold more; lowered below what a user holds, no more.
+func TestTokenLimitIsTenantSetting(t *testing.T) {
+	f := newFixture(t)
+	setLimit := func(n int) {
+		t.Helper()
+		r := f.e.Do("PATCH", "/api/v1/admin/tenants/"+f.tenant.ID+"/settings", map[string]any{"maxTokensPerUser": n}, "Authorization: Bearer "+f.tenant.AdminToken)
+		if r.Status != 200 || r.JSON()["settings"].(map[string]any)["maxTokensPerUser"] != float64(n) {
+			t.Fatalf("set maxTokensPerUser %d: %d %s", n, r.Status, r.Body)
+		}
+	}
+	setLimit(2)
+	f.newToken(t, vtoken.V1)
+	f.newToken(t, vtoken.V1)
+	_, err := f.svc.CreateToken(t.Context(), f.key, f.ref(""), vtoken.V1)
+	wantKind(t, "third token with a limit of 2", err, fault.Conflict)
+	setLimit(vtoken.MaxTokensPerUser + 1)
+	for range vtoken.MaxTokensPerUser - 1 {
+		f.newToken(t, vtoken.V2)
+	}
+	_, err = f.svc.CreateToken(t.Context(), f.key, f.ref(""), vtoken.V1)
+	wantKind(t, "token over the raised limit", err, fault.Conflict)
+	for _, bad := range []int{0, -1, identity.MaxTokensPerUserLimit + 1} {
+		r := f.e.Do("PATCH", "/api/v1/admin/tenants/"+f.tenant.ID+"/settings", map[string]any{"maxTokensPerUser": bad}, "Authorization: Bearer "+f.tenant.AdminToken)
+		if r.Status != 400 {
+			t.Errorf("maxTokensPerUser %d: %d, want 400", bad, r.Status)
+		}
+	}
+}
+
 func TestAccess(t *testing.T) {
 	f := newFixture(t)
 	ctx := t.Context()

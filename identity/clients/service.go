@@ -18,6 +18,7 @@ import (
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/pki"
 	"github.com/latchkey/latchkey/seal"
@@ -104,7 +105,7 @@ func EnsureCA(ctx context.Context, st Store, sealer *seal.Sealer, name string, n
 			return nil, nerr
 		}
 		certPEM, sealed := ca.Marshal(sealer)
-		cerr := st.CreateClientCA(ctx, CA{CertPEM: certPEM, SealedKey: sealed, CreatedAt: now.UTC().Truncate(time.Microsecond)})
+		cerr := st.CreateClientCA(idempotency.Detach(ctx), CA{CertPEM: certPEM, SealedKey: sealed, CreatedAt: now.UTC().Truncate(time.Microsecond)})
 		if cerr != nil && !fault.Is(fault.Conflict, cerr) {
 			return nil, cerr
 		}

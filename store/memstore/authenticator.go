@@ -19,7 +19,9 @@ type authnData struct {
 // CreateAuthenticator implements authenticator.Store.
 func (s *Store) CreateAuthenticator(ctx context.Context, a authenticator.Authenticator) error {
 	defer s.lock()()
-	return s.insertAuthenticatorLocked(a)
+	return s.withClaims(ctx, func() error {
+		return s.insertAuthenticatorLocked(a)
+	})
 }
 
 // insertAuthenticatorLocked stores a copy of a; s.mu is held.
@@ -92,16 +94,22 @@ func (s *Store) CreateAuthenticators(ctx context.Context, as []authenticator.Aut
 func (s *Store) CreateAuthenticatorsAudited(ctx context.Context, as []authenticator.Authenticator, ok, conflict []*audit.Record) ([]error, error) {
 	defer s.lock()()
 	errs := make([]error, len(as))
-	var recs []*audit.Record
-	for i, a := range as {
-		rec := ok[i]
-		if errs[i] = s.insertAuthenticatorLocked(a); errs[i] != nil {
-			rec = conflict[i]
+	err := s.withClaims(ctx, func() error {
+		var recs []*audit.Record
+		for i, a := range as {
+			rec := ok[i]
+			if errs[i] = s.insertAuthenticatorLocked(a); errs[i] != nil {
+				rec = conflict[i]
+			}
+			if rec != nil {
+				recs = append(recs, rec)
+			}
 		}
-		if rec != nil {
-			recs = append(recs, rec)
-		}
+		s.appendAuditLocked(recs)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	s.appendAuditLocked(recs)
 	return errs, nil
 }

@@ -41,8 +41,10 @@ func (s *Store) GetClientCA(ctx context.Context) (clients.CA, error) {
 // CreateProfile implements clients.Store.
 func (s *Store) CreateProfile(ctx context.Context, p clients.Profile) error {
 	defer s.lock()()
-	sameName := func(o clients.Profile) bool { return o.TenantID == p.TenantID && o.Name == p.Name }
-	return insertUnique(s.cl.profiles, p.ID, p, "profile exists", sameName, "profile name exists")
+	return s.withClaims(ctx, func() error {
+		sameName := func(o clients.Profile) bool { return o.TenantID == p.TenantID && o.Name == p.Name }
+		return insertUnique(s.cl.profiles, p.ID, p, "profile exists", sameName, "profile name exists")
+	})
 }
 
 // GetProfile implements clients.Store.
@@ -61,8 +63,10 @@ func (s *Store) GetProfileByName(ctx context.Context, tenantID, name string) (cl
 // CreateRegistrationToken implements clients.Store.
 func (s *Store) CreateRegistrationToken(ctx context.Context, t clients.RegistrationToken) error {
 	defer s.lock()()
-	sameID := func(o clients.RegistrationToken) bool { return o.ID == t.ID }
-	return insertUnique(s.cl.regTok, hex.EncodeToString(t.Hash), cloneRegToken(t), "registration token exists", sameID, "registration token exists")
+	return s.withClaims(ctx, func() error {
+		sameID := func(o clients.RegistrationToken) bool { return o.ID == t.ID }
+		return insertUnique(s.cl.regTok, hex.EncodeToString(t.Hash), cloneRegToken(t), "registration token exists", sameID, "registration token exists")
+	})
 }
 
 // GetRegistrationTokenByHash implements clients.Store.
@@ -92,7 +96,9 @@ func (s *Store) UseRegistrationToken(ctx context.Context, hash []byte, now time.
 // CreateClient implements clients.Store.
 func (s *Store) CreateClient(ctx context.Context, c clients.Client) error {
 	defer s.lock()()
-	return insert(s.cl.clients, c.ID, cloneClient(c), "client exists")
+	return s.withClaims(ctx, func() error {
+		return insert(s.cl.clients, c.ID, cloneClient(c), "client exists")
+	})
 }
 
 // GetClient implements clients.Store.

@@ -76,14 +76,16 @@ func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, re
 		}
 	}
 	defer s.lock()()
-	for i, e := range evs {
-		l := s.eventLogLocked(e.TenantID)
-		l.head++
-		e.Seq, e.ID = l.head, ids.NewGUID()
-		l.evs = append(l.evs, storedEvent{ev: cloneEvent(*e), doc: docs[i]})
-	}
-	s.appendAuditLocked(recs)
-	return nil
+	return s.withClaims(ctx, func() error {
+		for i, e := range evs {
+			l := s.eventLogLocked(e.TenantID)
+			l.head++
+			e.Seq, e.ID = l.head, ids.NewGUID()
+			l.evs = append(l.evs, storedEvent{ev: cloneEvent(*e), doc: docs[i]})
+		}
+		s.appendAuditLocked(recs)
+		return nil
+	})
 }
 
 // QueryEvents implements events.Store.

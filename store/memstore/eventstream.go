@@ -20,7 +20,9 @@ type esData struct {
 // CreateSubscription implements eventstream.Store.
 func (s *Store) CreateSubscription(ctx context.Context, sub eventstream.Subscription) error {
 	defer s.lock()()
-	return insert(s.es.subs, tenantKey(sub.TenantID, sub.ID), cloneSub(sub), "subscription already exists")
+	return s.withClaims(ctx, func() error {
+		return insert(s.es.subs, tenantKey(sub.TenantID, sub.ID), cloneSub(sub), "subscription already exists")
+	})
 }
 
 // GetSubscription implements eventstream.Store.

@@ -22,7 +22,9 @@ func jobOf(tenantID string) func(audit.ExportJob) bool {
 // CreateExportJob implements audit.ExportStore.
 func (s *Store) CreateExportJob(ctx context.Context, job audit.ExportJob) error {
 	defer s.lock()()
-	return insert(s.exportJobs, job.ID, cloneJob(job), "export job already exists")
+	return s.withClaims(ctx, func() error {
+		return insert(s.exportJobs, job.ID, cloneJob(job), "export job already exists")
+	})
 }
 
 // GetExportJob implements audit.ExportStore.

@@ -15,8 +15,10 @@ import (
 // CreateTenant implements identity.Store.
 func (s *Store) CreateTenant(ctx context.Context, t identity.Tenant) error {
 	defer s.lock()()
-	sameCode := func(o identity.Tenant) bool { return o.Code == t.Code }
-	return insertUnique(s.tenants, t.ID, cloneTenant(t), "tenant exists", sameCode, "tenant code exists")
+	return s.withClaims(ctx, func() error {
+		sameCode := func(o identity.Tenant) bool { return o.Code == t.Code }
+		return insertUnique(s.tenants, t.ID, cloneTenant(t), "tenant exists", sameCode, "tenant code exists")
+	})
 }
 
 // GetTenant implements identity.Store.
@@ -44,8 +46,10 @@ func (s *Store) UpdateTenantSettings(ctx context.Context, id string, st identity
 // CreateUser implements identity.Store.
 func (s *Store) CreateUser(ctx context.Context, u identity.User) error {
 	defer s.lock()()
-	sameName := func(o identity.User) bool { return o.TenantID == u.TenantID && o.Name == u.Name }
-	return insertUnique(s.users, u.ID, cloneUser(u), "user exists", sameName, "user name exists")
+	return s.withClaims(ctx, func() error {
+		sameName := func(o identity.User) bool { return o.TenantID == u.TenantID && o.Name == u.Name }
+		return insertUnique(s.users, u.ID, cloneUser(u), "user exists", sameName, "user name exists")
+	})
 }
 
 // GetUser implements identity.Store.
@@ -73,7 +77,9 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c identity.OAuthClient) e
 			*l = nil
 		}
 	}
-	return insert(s.oauthClients, c.ID, cloneOAuthClient(c), "client exists")
+	return s.withClaims(ctx, func() error {
+		return insert(s.oauthClients, c.ID, cloneOAuthClient(c), "client exists")
+	})
 }
 
 // GetOAuthClient implements identity.Store.
@@ -85,8 +91,10 @@ func (s *Store) GetOAuthClient(ctx context.Context, id string) (identity.OAuthCl
 // CreateAPIKey implements identity.Store.
 func (s *Store) CreateAPIKey(ctx context.Context, k identity.APIKey) error {
 	defer s.lock()()
-	sameID := func(o identity.APIKey) bool { return o.ID == k.ID }
-	return insertUnique(s.apiKeys, hex.EncodeToString(k.Hash), cloneKey(k), "api key exists", sameID, "api key exists")
+	return s.withClaims(ctx, func() error {
+		sameID := func(o identity.APIKey) bool { return o.ID == k.ID }
+		return insertUnique(s.apiKeys, hex.EncodeToString(k.Hash), cloneKey(k), "api key exists", sameID, "api key exists")
+	})
 }
 
 // GetAPIKeyByHash implements identity.Store.

@@ -16,6 +16,7 @@ import (
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/guide"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/notify"
@@ -70,6 +71,7 @@ type Store struct {
 	es         esData                         // area E; see eventstream.go
 	oauth      *oauthData                     // revoked tokens, DPoP proofs; see oauth.go
 	oidc       oidcData                       // the OpenID Provider's state; see oidc.go
+	idem       map[idemKey]idempotency.Entry  // see idempotency.go
 
 	notReady error // what Ready returns; see SetNotReady
 }
@@ -99,6 +101,7 @@ func New() *Store {
 		vt:            vtokenData{exchange: map[string][]byte{}, tokens: map[string]vtoken.Token{}, certs: map[string][]vtoken.Certificate{}},
 		authn:         authnData{auths: map[string]authenticator.Authenticator{}, challenges: map[string]authenticator.Challenge{}},
 		guide:         guideData{sessions: map[string]guide.Session{}, sso: map[string]guide.SSOSettings{}},
+		idem:          map[idemKey]idempotency.Entry{},
 		es:            esData{subs: map[string]eventstream.Subscription{}, letters: map[string]map[string]eventstream.DeadLetter{}},
 	}
 }
@@ -140,7 +143,6 @@ func clonePtr[T any](p *T) *T {
 func cloneTenant(t identity.Tenant) identity.Tenant {
 	t.Settings.PlanFeatures = slices.Clone(t.Settings.PlanFeatures)
 	t.Settings.WebAuthn.Origins = slices.Clone(t.Settings.WebAuthn.Origins)
-	t.ExchangeKey = slices.Clone(t.ExchangeKey)
 	return t
 }
 

@@ -23,7 +23,7 @@ func (s *Store) CreateNotifySubscription(ctx context.Context, sub *notify.Subscr
 	}
 	c := cloneNotifySub(*sub)
 	c.Cursor = head
-	if err := insert(s.subs, subKey{sub.TenantID, sub.ID}, c, "subscription already exists"); err != nil {
+	if err := s.withClaims(ctx, func() error { return insert(s.subs, subKey{sub.TenantID, sub.ID}, c, "subscription already exists") }); err != nil {
 		return err
 	}
 	sub.Cursor = head

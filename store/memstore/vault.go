@@ -10,8 +10,10 @@ import (
 // CreateKey implements vault.Store.
 func (s *Store) CreateKey(ctx context.Context, k vault.Key) error {
 	defer s.lock()()
-	same := func(o vault.Key) bool { return o.TenantID == k.TenantID && (o.ID == k.ID || o.Name == k.Name) }
-	return insertUnique(s.vaultKeys, tenantKey(k.TenantID, k.ID), cloneVaultKey(k), "vault key exists", same, "vault key exists")
+	return s.withClaims(ctx, func() error {
+		same := func(o vault.Key) bool { return o.TenantID == k.TenantID && (o.ID == k.ID || o.Name == k.Name) }
+		return insertUnique(s.vaultKeys, tenantKey(k.TenantID, k.ID), cloneVaultKey(k), "vault key exists", same, "vault key exists")
+	})
 }
 
 // GetKey implements vault.Store.

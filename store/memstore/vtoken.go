@@ -49,9 +49,11 @@ func (s *Store) CreateToken(ctx context.Context, t vtoken.Token, maxPerUser int)
 	if n >= maxPerUser {
 		return fault.E(fault.Conflict, "too many tokens")
 	}
-	t.CertificateCount = 0 // counted when read
-	s.vt.tokens[tokenKey(t.TenantID, t.UserID, t.ID)] = t
-	return nil
+	return s.withClaims(ctx, func() error {
+		t.CertificateCount = 0 // counted when read
+		s.vt.tokens[tokenKey(t.TenantID, t.UserID, t.ID)] = t
+		return nil
+	})
 }
 
 // withCount returns t with its CertificateCount, which is not stored.
@@ -106,20 +108,22 @@ func (s *Store) DeleteToken(ctx context.Context, tenantID, userID, id string) er
 // the token's with the same thumbprint.
 func (s *Store) AddCertificates(ctx context.Context, tenantID, userID, tokenID string, certs []vtoken.Certificate, now time.Time) error {
 	defer s.lock()()
-	k := tokenKey(tenantID, userID, tokenID)
-	return update(s.vt.tokens, k, nil, "token not found", func(t *vtoken.Token) error {
-		if t.State == vtoken.StateComplete {
-			return fault.E(fault.Conflict, "token is complete")
-		}
-		list := s.vt.certs[k]
-		for _, c := range certs {
-			list = slices.DeleteFunc(list, func(o vtoken.Certificate) bool { return o.Thumbprint == c.Thumbprint })
-			c.TenantID, c.TokenID = tenantID, tokenID
-			list = append(list, cloneCert(c))
-		}
-		s.vt.certs[k] = list
-		t.UpdatedAt = now
-		return nil
+	return s.withClaims(ctx, func() error {
+		k := tokenKey(tenantID, userID, tokenID)
+		return update(s.vt.tokens, k, nil, "token not found", func(t *vtoken.Token) error {
+			if t.State == vtoken.StateComplete {
+				return fault.E(fault.Conflict, "token is complete")
+			}
+			list := s.vt.certs[k]
+			for _, c := range certs {
+				list = slices.DeleteFunc(list, func(o vtoken.Certificate) bool { return o.Thumbprint == c.Thumbprint })
+				c.TenantID, c.TokenID = tenantID, tokenID
+				list = append(list, cloneCert(c))
+			}
+			s.vt.certs[k] = list
+			t.UpdatedAt = now
+			return nil
+		})
 	})
 }
 

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -15,6 +16,11 @@ import (
 // sqlstore uses as they are (timestamptz for times, arrays for lists).
 type conn struct {
 	pool *pgxpool.Pool
+	// commitHook, set by tests only, runs just before a write
+	// transaction's COMMIT is sent on conn, with the transaction's id.
+	commitHook atomic.Pointer[func(ctx context.Context, conn *pgx.Conn, xid int64)]
+	// resolveFor, when set (by tests), replaces the package's resolveFor.
+	resolveFor time.Duration
 }
 
 func (c *conn) Read() sqlstore.Querier  { return querier{c.pool, c.pool} }
@@ -31,7 +37,7 @@ func (c *conn) MapErr(err error) error { return mapErr(err) }
 
 // Tx runs fn in a READ COMMITTED transaction (see tx).
 func (c *conn) Tx(ctx context.Context, fn func(sqlstore.Querier) error) error {
-	return c.tx(ctx, func(tx pgx.Tx) error { return fn(querier{q: tx}) })
+	return c.tx(ctx, func(tx pgxQuerier) error { return fn(querier{q: tx}) })
 }
 
 // pgxQuerier is what a pool and a transaction share.
@@ -114,10 +120,8 @@ func sendBatch(ctx context.Context, conn *pgx.Conn, begin string, b *sqlstore.Ba
 		pb.Queue(end)
 	}
 	err := conn.SendBatch(ctx, pb).Close()
-	if err != nil && conn.PgConn().TxStatus() != 'I' {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		conn.Exec(rctx, `ROLLBACK`)
+	if err != nil {
+		rollback(ctx, conn)
 	}
 	return err
 }

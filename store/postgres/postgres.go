@@ -32,6 +32,7 @@ var migrationFiles embed.FS
 type Store struct {
 	*sqlstore.Store
 	pool     *pgxpool.Pool
+	conn     *conn
 	schema   string        // the schema the tables are in
 	interval time.Duration // Options.PartitionInterval
 	ahead    int           // Options.PartitionsAhead
@@ -157,7 +158,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	s := &Store{Store: sqlstore.New(c, Dialect, ms), pool: pool, schema: schema,
+	s := &Store{Store: sqlstore.New(c, Dialect, ms), pool: pool, conn: c, schema: schema,
 		interval: cmp.Or(opts.PartitionInterval, DefaultPartitionInterval), ahead: cmp.Or(opts.PartitionsAhead, DefaultPartitionsAhead)}
 	if err := s.ensurePartitions(ctx); err != nil {
 		pool.Close()
@@ -182,7 +183,7 @@ func migrationLockKey(schema string) int64 {
 //
 // It returns the schema the store's tables are in.
 func (c *conn) migrate(ctx context.Context, schema string, ms []migrations.Migration) (string, error) {
-	err := c.tx(ctx, func(tx pgx.Tx) error {
+	err := c.tx(ctx, func(tx pgxQuerier) error {
 		if schema == "" {
 			if err := tx.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&schema); err != nil {
 				return err
@@ -237,14 +238,6 @@ func (c *conn) migrate(ctx context.Context, schema string, ms []migrations.Migra
 	return schema, err
 }
 
-// tx runs fn in a READ COMMITTED transaction, committing when it returns
-// nil. A serialization failure or deadlock rolls back and runs fn again
-// (up to maxAttempts), so fn must compute everything it writes from what it
-// reads inside the transaction.
-func (c *conn) tx(ctx context.Context, fn func(pgx.Tx) error) error {
-	return retry(ctx, func() error { return pgx.BeginFunc(ctx, c.pool, fn) })
-}
-
 // retry runs attempt, again after a serialization failure or deadlock, up
 // to maxAttempts times, and maps the error it ends with.
 func retry(ctx context.Context, attempt func() error) error {
@@ -282,14 +275,24 @@ func (c *conn) pipelinedOnce(ctx context.Context, first, second func(*sqlstore.B
 	// A connection released inside a transaction is closed by the pool,
 	// so one whose ROLLBACK failed is never reused.
 	defer conn.Release()
+	// The transaction's id is read with the first batch, before COMMIT is
+	// sent, so a commit of unknown outcome can be resolved.
+	var xid int64
 	b := &sqlstore.Batch{}
+	b.QueryRow(func(row sqlstore.Row) error { return row.Scan(&xid) }, xactID)
 	first(b)
 	if err := sendBatch(ctx, conn.Conn(), `BEGIN`, b, ""); err != nil {
 		return err
 	}
 	b = &sqlstore.Batch{}
 	second(b)
-	return sendBatch(ctx, conn.Conn(), "", b, `COMMIT`)
+	if hook := c.commitHook.Load(); hook != nil {
+		(*hook)(ctx, conn.Conn(), xid)
+	}
+	if err := sendBatch(ctx, conn.Conn(), "", b, `COMMIT`); err != nil {
+		return c.resolve(ctx, xid, err)
+	}
+	return nil
 }
 
 // SQLSTATE codes the store acts on. See

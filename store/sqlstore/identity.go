@@ -12,18 +12,18 @@ var _ identity.Store = (*Store)(nil)
 
 // CreateTenant implements identity.Store.
 func (s *Store) CreateTenant(ctx context.Context, t identity.Tenant) error {
-	return s.exec(ctx, `INSERT INTO tenants (id, code, name, settings, exchange_key, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		t.ID, t.Code, t.Name, jsonText(t.Settings), t.ExchangeKey, t.CreatedAt)
+	return s.exec(ctx, `INSERT INTO tenants (id, code, name, settings, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		t.ID, t.Code, t.Name, jsonText(t.Settings), t.CreatedAt)
 }
 
-const tenantCols = `id, code, name, settings, exchange_key, created_at`
+const tenantCols = `id, code, name, settings, created_at`
 
 func (s *Store) scanTenant(row Row) (identity.Tenant, error) {
 	var (
 		t        identity.Tenant
 		settings []byte
 	)
-	if err := row.Scan(&t.ID, &t.Code, &t.Name, &settings, &t.ExchangeKey, &t.CreatedAt); err != nil {
+	if err := row.Scan(&t.ID, &t.Code, &t.Name, &settings, &t.CreatedAt); err != nil {
 		return identity.Tenant{}, s.notFound(err, "tenant")
 	}
 	return t, unmarshal(settings, &t.Settings)

@@ -136,7 +136,7 @@ type Store struct {
 // Store method that runs them when the caller's span is recording (see
 // package internal/tracing): instrumented once here, for every database.
 func New(c Conn, d Dialect, want []migrations.Migration) *Store {
-	return &Store{c: newTracedConn(c, d.Name), d: d, migrations: want}
+	return &Store{c: newClaimConn(newTracedConn(c, d.Name)), d: d, migrations: want}
 }
 
 // Close closes the database.

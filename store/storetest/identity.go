@@ -37,7 +37,6 @@ func wantKind(t *testing.T, what string, err error, k fault.Kind) {
 var identityTests = []test{
 	{"TenantRoundTrip", func(t *testing.T, ctx context.Context, s Store) {
 		tn := NewTenant("ACME000001")
-		tn.ExchangeKey = []byte{1, 2, 3}
 		if err := s.CreateTenant(ctx, tn); err != nil {
 			t.Fatal(err)
 		}

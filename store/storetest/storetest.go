@@ -13,6 +13,7 @@ import (
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/guide"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/notify"
@@ -35,6 +36,7 @@ type Store interface {
 	guide.Store
 	eventstream.Store
 	oidc.Store
+	idempotency.Store
 	Close() error
 }
 
@@ -52,7 +54,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, passkeyTests, guideTests, eventStreamTests, oauthTests, oidcTests}
+	groups := [][]test{identityTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, passkeyTests, guideTests, eventStreamTests, oauthTests, oidcTests, idempotencyTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,80 @@
+package idempotency
+
+import (
+	"context"
+	"runtime"
+	"sync"
+)
+
+// gatherYields is how many times a batch's leader yields the processor
+// before taking what is queued, so that requests being handled at the
+// same moment join its commit (as audit.Recorder gathers records).
+const gatherYields = 3
+
+// group runs calls in shared batches without a goroutine of its own:
+// the first caller to find no batch running leads; it yields a few times,
+// takes every queued call and runs them as one batch; when it is done, the
+// first call queued meanwhile leads the next batch. Each caller returns
+// once its own batch ran.
+type group[T, R any] struct {
+	run func(ctx context.Context, vs []T) ([]R, error)
+
+	mu      sync.Mutex
+	running bool
+	queue   []*groupCall[T, R]
+}
+
+type groupCall[T, R any] struct {
+	v    T
+	r    R
+	err  error
+	done chan struct{} // closed when the call's batch ran
+	lead chan struct{} // closed when the call is to lead the next batch
+}
+
+// do runs v in a batch and returns its result. The batch runs under the
+// leader's context without its cancellation: one caller going away does
+// not fail the others.
+func (g *group[T, R]) do(ctx context.Context, v T) (R, error) {
+	c := &groupCall[T, R]{v: v, done: make(chan struct{}), lead: make(chan struct{})}
+	g.mu.Lock()
+	g.queue = append(g.queue, c)
+	if g.running {
+		g.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.r, c.err
+		case <-c.lead:
+		}
+	} else {
+		g.running = true
+		g.mu.Unlock()
+	}
+	for range gatherYields {
+		runtime.Gosched()
+	}
+	g.mu.Lock()
+	batch := g.queue
+	g.queue = nil
+	g.mu.Unlock()
+	vs := make([]T, len(batch))
+	for i, b := range batch {
+		vs[i] = b.v
+	}
+	rs, err := g.run(context.WithoutCancel(ctx), vs)
+	for i, b := range batch {
+		b.err = err
+		if err == nil {
+			b.r = rs[i]
+		}
+		close(b.done)
+	}
+	g.mu.Lock()
+	if len(g.queue) > 0 {
+		close(g.queue[0].lead)
+	} else {
+		g.running = false
+	}
+	g.mu.Unlock()
+	return c.r, c.err
+}

@@ -62,6 +62,7 @@ type Store struct {
 	exportJobs map[string]audit.ExportJob     // by id
 	eventLogs  map[string]*eventLog           // by tenant; see events.go
 	subs       map[subKey]notify.Subscription // see notify.go
+	notePages  map[subKey]map[int64]leasedPage // leased notification pages; see notify.go
 	vt         vtokenData                     // virtual tokens; see vtoken.go
 	authn      authnData                      // authenticators; see authenticator.go
 	guide      guideData                      // guide sessions and SSO settings; see guide.go
@@ -93,6 +94,7 @@ func New() *Store {
 		exportJobs:    map[string]audit.ExportJob{},
 		eventLogs:     map[string]*eventLog{},
 		subs:          map[subKey]notify.Subscription{},
+		notePages:     map[subKey]map[int64]leasedPage{},
 		vt:            vtokenData{exchange: map[string][]byte{}, tokens: map[string]vtoken.Token{}, certs: map[string][]vtoken.Certificate{}},
 		authn:         authnData{auths: map[string]authenticator.Authenticator{}, challenges: map[string]authenticator.Challenge{}},
 		guide:         guideData{sessions: map[string]guide.Session{}, sso: map[string]guide.SSOSettings{}},

@@ -142,7 +142,7 @@ func contractNotification(t *testing.T, c *contract, f fixture) {
 			t.Errorf("page 4 %+v", p)
 		}
 		c.clock.Advance(6 * time.Second)
-		ack(4, 409) // lapsed
+		ack(4, 409)                                                                                         // lapsed
 		c.do(t, call{method: "GET", path: base + "/" + sid + "/notifications", token: consumer, want: 200}) // plain retrieval: as before
 		ack(9, 404)
 		c.do(t, call{method: "GET", path: base + "/" + sid + "/notifications?ack=yes", token: consumer, req: reqInvalid, want: 400})

@@ -57,17 +57,17 @@ type Store struct {
 	auditRecs map[string][]audit.Record // by tenant, in seq order
 	instances map[string][]audit.ServiceInstance
 
-	cl         clientData                     // client registration; see clients.go
-	vaultKeys  map[string]vault.Key           // by tenant/id; see vault.go
-	exportJobs map[string]audit.ExportJob     // by id
-	eventLogs  map[string]*eventLog           // by tenant; see events.go
-	subs       map[subKey]notify.Subscription // see notify.go
+	cl         clientData                      // client registration; see clients.go
+	vaultKeys  map[string]vault.Key            // by tenant/id; see vault.go
+	exportJobs map[string]audit.ExportJob      // by id
+	eventLogs  map[string]*eventLog            // by tenant; see events.go
+	subs       map[subKey]notify.Subscription  // see notify.go
 	notePages  map[subKey]map[int64]leasedPage // leased notification pages; see notify.go
-	vt         vtokenData                     // virtual tokens; see vtoken.go
-	authn      authnData                      // authenticators; see authenticator.go
-	guide      guideData                      // guide sessions and SSO settings; see guide.go
-	es         esData                         // area E; see eventstream.go
-	oauth      *oauthData                     // revoked tokens, DPoP proofs; see oauth.go
+	vt         vtokenData                      // virtual tokens; see vtoken.go
+	authn      authnData                       // authenticators; see authenticator.go
+	guide      guideData                       // guide sessions and SSO settings; see guide.go
+	es         esData                          // area E; see eventstream.go
+	oauth      *oauthData                      // revoked tokens, DPoP proofs; see oauth.go
 
 	notReady error // what Ready returns; see SetNotReady
 }

@@ -49,6 +49,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.ArchiveDir, "archive-dir", "", "audit export archives (default <data>/archives); processes sharing a database must share it")
 	fs.DurationVar(&cfg.ExportLeaseFor, "export-lease", 0, "export job lease; a dead process's job is taken over when it lapses (default 3s, renewed every third of it)")
 	fs.DurationVar(&cfg.ExportPollEvery, "export-poll", 0, "how often an idle export worker looks for jobs (default 1s; PostgreSQL wakes it sooner)")
+	fs.StringVar(&cfg.InstanceName, "instance", "", "names this process in the leases it holds (lease_owner: the name, a dash and a random id)")
 	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let event-stream endpoints be on loopback or private addresses")
 	fs.DurationVar(&cfg.GuideIdle, "guide-idle", 0, "interactive guide: logout after this long without activity while open (default 10m)")
 	fs.DurationVar(&cfg.GuideClosed, "guide-closed", 0, "interactive guide: session end after the last login once the window is closed (default 30m)")

@@ -106,15 +106,9 @@ func setup(ctx context.Context, b *balancer, password string, receiverURL string
 			body: map[string]any{"endpoint": fmt.Sprintf("%s/r/%d", receiverURL, i), "eventTypes": []string{"10001"}, "maxPerSecond": 1000, "numberOfRetries": 10}}); err != nil {
 			return nil, err
 		}
-		var sub struct {
-			Resources []struct{ ID string } `json:"resources"`
-			ID        string                `json:"id"`
-		}
+		var sub struct{ Config struct{ ID string } }
 		json.Unmarshal(a.body, &sub)
-		id := sub.ID
-		if id == "" && len(sub.Resources) > 0 {
-			id = sub.Resources[0].ID
-		}
+		id := sub.Config.ID
 		if id == "" {
 			return nil, fmt.Errorf("event-stream subscription without id: %s", a.body)
 		}

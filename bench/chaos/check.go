@@ -34,7 +34,8 @@ type Report struct {
 	KillRecovery                         []time.Duration // kill -> next delivery of each subscription the victim held
 	KillRecoveryP50, KillRecoveryP99     time.Duration
 	KillRecoveryMax                      time.Duration
-	RestartRecovery                      []time.Duration // PostgreSQL restart -> first acknowledged post started after it
+	RestartRecovery                      []time.Duration // PostgreSQL restart begun -> first acknowledged post sent once it was back
+	RestartDown                          []time.Duration // PostgreSQL restart begun -> accepting connections
 	ProcessRestart                       []time.Duration // kill -> restarted process serving
 	NotificationsPlain, NotificationsAck int
 	AckDuplicates, AckDropped, AckLapsed int
@@ -272,15 +273,20 @@ func check(ctx context.Context, c config, b *balancer, db *pgxpool.Pool, fix *fi
 		"recovery after a kill (to the next delivery of each subscription the victim held): %d samples, p50 %v, p99 %v, max %v (p99 at most 5s); %d never delivered again",
 		len(rep.KillRecovery), rep.KillRecoveryP50.Round(10*time.Millisecond), rep.KillRecoveryP99.Round(10*time.Millisecond), rep.KillRecoveryMax.Round(10*time.Millisecond), noDelivery)
 	for _, rs := range in.restarts {
+		// From the restart's start to the end of the first acknowledged
+		// post sent once the database accepted connections again (pg_ctl
+		// returned): the outage plus the processes' reconnection.
 		first := time.Duration(-1)
 		for _, s := range l.successes {
-			if !s[0].Before(rs.start) && (first < 0 || s[1].Sub(rs.start) < first) {
+			if !s[0].Before(rs.end) && (first < 0 || s[1].Sub(rs.start) < first) {
 				first = s[1].Sub(rs.start)
 			}
 		}
 		rep.RestartRecovery = append(rep.RestartRecovery, first)
+		rep.RestartDown = append(rep.RestartDown, rs.end.Sub(rs.start))
 	}
-	rep.info("recovery after a PostgreSQL restart (restart begun -> first acknowledged post begun after it): %v", roundAll(rep.RestartRecovery))
+	rep.info("PostgreSQL restarts: down (pg_ctl restart -m immediate) %v; restart begun -> first acknowledged post sent after it %v",
+		roundAll(rep.RestartDown), roundAll(rep.RestartRecovery))
 	rep.info("process restarts (kill -> serving again, 1 s pause included): %v", roundAll(rep.ProcessRestart))
 	var other []string
 	for k, v := range l.counts {

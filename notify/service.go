@@ -621,7 +621,10 @@ func (s *Service) await(ctx context.Context, by identity.Principal, id string, w
 			outcome("found")
 			return nil
 		}
-		var lapse <-chan time.Time
+		var (
+			lapse     <-chan time.Time
+			stopLapse = func() bool { return false }
+		)
 		if ack {
 			until, err := s.cfg.Store.NextNotifyLapse(ctx, by.TenantID, id)
 			if err != nil {
@@ -634,27 +637,29 @@ func (s *Service) await(ctx context.Context, by identity.Principal, id string, w
 					return nil
 				}
 				lt := s.cfg.Clock.NewTimer(until.Sub(s.now()))
-				defer lt.Stop() // at most once per lease seen: each ends the wait
-				lapse = lt.C()
+				lapse, stopLapse = lt.C(), lt.Stop
 			}
 		}
+		end, err := true, error(nil)
 		select {
 		case <-woken:
 			span.AddEvent("woken")
+			end = false
 		case <-lapse:
 			span.AddEvent("lapsed")
 			outcome("found")
-			return nil
 		case <-timer.C():
 			outcome("timeout")
-			return nil
 		case <-s.stop:
 			outcome("stopped")
-			return nil
 		case <-ctx.Done():
 			// The client is gone: consuming now would lose the page.
 			outcome("cancelled")
-			return fault.E(fault.Unavailable, "request cancelled", ctx.Err())
+			err = fault.E(fault.Unavailable, "request cancelled", ctx.Err())
+		}
+		stopLapse()
+		if end {
+			return err
 		}
 	}
 }

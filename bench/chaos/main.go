@@ -234,7 +234,8 @@ func run(c config) (bool, error) {
 		every(driveCtx, 5*time.Second, func() {
 			now := time.Now().UTC()
 			a := b.do(driveCtx, b.pick(er).URL(), request{area: "audit-export", method: "POST", path: "/audit/v1/audit-log-exports", bearer: fix.access(),
-				body: map[string]string{"from": now.Add(-time.Minute).Format(time.RFC3339), "to": now.Format(time.RFC3339)}})
+				body:   map[string]string{"from": now.Add(-time.Minute).Format(time.RFC3339), "to": now.Format(time.RFC3339)},
+				header: map[string]string{"Idempotency-Key": fmt.Sprintf("chaos-export-%d", now.UnixNano())}})
 			if id, _ := a.json()["jobId"].(string); a.status == 202 && id != "" {
 				l.mu.Lock()
 				l.exports = append(l.exports, id)

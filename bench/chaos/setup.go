@@ -170,5 +170,5 @@ func (f *fixture) pfxImport() (request, error) {
 	w.Close()
 	return request{area: "pfx-import", method: "POST", auth: f.apiKey, raw: buf.Bytes(), contentType: w.FormDataContentType(),
 		path:   "/VirtualToken/Provisioning/V1.0/Tenants/" + f.tenantID + "/Users/" + f.userID + "/Tokens/" + f.vtokID + "/Certificate",
-		header: map[string]string{"X-VirtualToken-CertificatePassword": pfxPassword}}, nil
+		header: map[string]string{"X-VirtualToken-CertificatePassword": pfxPassword, "Idempotency-Key": fmt.Sprintf("chaos-pfx-%d", time.Now().UnixNano())}}, nil
 }

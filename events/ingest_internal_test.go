@@ -3,12 +3,15 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/fault"
 )
 
 // gatedStore is an audited events store whose appends wait for the test to
@@ -116,5 +119,47 @@ func TestIngesterReportsStoreFailure(t *testing.T) {
 	in.close()
 	if err := in.append(context.Background(), []*Event{{TenantID: "t"}}, nil); !errors.Is(err, ErrClosed) {
 		t.Fatalf("append after close = %v, want ErrClosed", err)
+	}
+}
+
+// A batch whose transaction fails for any reason but a refusal of its
+// content (fault.Invalid) is not retried request by request: its commit
+// may have happened (the connection died during it), and a retry would
+// store its events twice. A refused batch is retried alone.
+func TestIngesterRetriesOnlyRefusedBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fail  error
+		batch []int // events per transaction the store saw
+	}{
+		{"unknown outcome", fault.E(fault.Unavailable, "database unavailable; try again", io.ErrUnexpectedEOF), []int{1, 3}},
+		{"refused", fault.E(fault.Invalid, "text contains a character that cannot be stored"), []int{1, 3, 1, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &gatedStore{gate: make(chan struct{}), entered: make(chan int, 10), fail: tc.fail}
+			in := newIngester(st, nil, nil)
+			defer in.close()
+			post := func() error {
+				return in.append(context.Background(), []*Event{{TenantID: "t"}}, &audit.Record{TenantID: "t"})
+			}
+			results := make(chan error, 4)
+			go func() { results <- post() }()
+			<-st.entered
+			for range 3 {
+				go func() { results <- post() }()
+			}
+			waitQueued(t, in, 3)
+			close(st.gate)
+			for range 4 {
+				if err := <-results; fault.KindOf(err) != fault.KindOf(tc.fail) {
+					t.Errorf("append = %v, want the store's error", err)
+				}
+			}
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if fmt.Sprint(st.batches) != fmt.Sprint(tc.batch) {
+				t.Errorf("transactions of %v events, want %v", st.batches, tc.batch)
+			}
+		})
 	}
 }

@@ -155,10 +155,12 @@ func check(ctx context.Context, c config, b *balancer, db *pgxpool.Pool, fix *fi
 		fiveTotal, fiveStored, replayed)
 
 	// Notifications.
+	// A notification is identified by its event's count; an event stored
+	// twice (the check above fails then) is two notifications.
 	plainTwice, plainGot := 0, 0
-	for _, n := range l.plainSeen {
+	for cnt, n := range l.plainSeen {
 		plainGot++
-		if n > 1 {
+		if n > max(1, times[cnt]) {
 			plainTwice++
 		}
 	}
@@ -183,7 +185,7 @@ func check(ctx context.Context, c config, b *balancer, db *pgxpool.Pool, fix *fi
 		if l.ackSeen[cnt] == 0 {
 			ackLost++
 		}
-		if l.ackSeen[cnt] > 1 {
+		if l.ackSeen[cnt] > times[cnt] {
 			rep.AckDuplicates++
 		}
 	}

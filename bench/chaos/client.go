@@ -63,6 +63,10 @@ type request struct {
 	raw                              []byte
 	contentType                      string
 	header                           map[string]string
+	// once keeps net/http from sending the request again by itself: it
+	// resends a request with an Idempotency-Key whose reused connection
+	// died before the answer, as it does a GET.
+	once bool
 }
 
 // do sends req to srv (a process's base URL) and tallies its status.
@@ -81,9 +85,19 @@ func (b *balancer) do(ctx context.Context, srv string, req request) answer {
 		j, _ := json.Marshal(req.body)
 		rd, ct = bytes.NewReader(j), "application/json"
 	}
+	var size int64 = -1
+	if req.once && rd != nil {
+		if l, ok := rd.(interface{ Len() int }); ok {
+			size = int64(l.Len())
+		}
+		rd = struct{ io.Reader }{rd} // no GetBody: not replayable
+	}
 	hr, err := http.NewRequestWithContext(ctx, req.method, srv+req.path, rd)
 	if err != nil {
 		return answer{err: err}
+	}
+	if size >= 0 {
+		hr.ContentLength = size
 	}
 	if ct != "" {
 		hr.Header.Set("Content-Type", ct)

@@ -71,7 +71,7 @@ func poster(ctx, retryCtx context.Context, b *balancer, f *fixture, l *ledger, i
 		for {
 			start := time.Now()
 			a := b.do(retryCtx, b.pick(r).URL(), request{area: "events-post", method: "POST", path: "/events/v1/events", bearer: f.access(), body: body,
-				header: map[string]string{"Idempotency-Key": key}})
+				header: map[string]string{"Idempotency-Key": key}, once: !retry})
 			if a.status == http.StatusOK && allAccepted(a.body, perPost) {
 				p.acked, p.lastFive = true, false
 				if prev5xx && a.header.Get("Idempotent-Replayed") == "true" {

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
 	"time"
 
@@ -188,3 +189,69 @@ var notifyAckTests = []test{
 }
 
 func init() { notifyTests = append(notifyTests, notifyAckTests...) }
+
+func init() {
+	notifyConcurrencyTests = append(notifyConcurrencyTests, test{"NotifyConcurrentLeasesEachPageOnce", func(t *testing.T, ctx context.Context, s Store) {
+		// Pollers lease and confirm at once (several processes would):
+		// while leases are live no page goes to two pollers, every event
+		// is handed out once, and every page number once.
+		tenant := identity.NewGUID()
+		sub := newSub(tenant, "s", "c", "10001")
+		sub.PageSize = 3
+		if err := s.CreateNotifySubscription(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+		var types []string
+		for range 60 {
+			types = append(types, "10001")
+		}
+		appendTyped(t, ctx, s, tenant, 1, types...)
+		var (
+			mu    sync.Mutex
+			seen  = map[int64]int{}
+			pages = map[int64]int{}
+			wg    sync.WaitGroup
+		)
+		for range 6 {
+			wg.Go(func() {
+				for {
+					_, page, evs, err := s.LeaseNotifications(ctx, tenant, "s", "c", time.Time{}, Epoch, nil)
+					if fault.KindOf(err) == fault.Unavailable {
+						continue
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					if len(evs) == 0 {
+						return
+					}
+					mu.Lock()
+					pages[page]++
+					for _, e := range evs {
+						seen[e.Seq]++
+					}
+					mu.Unlock()
+					if err := s.AckNotifications(ctx, tenant, "s", "c", page, Epoch); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for seq, n := range seen {
+			if n != 1 {
+				t.Errorf("event %d handed out %d times", seq, n)
+			}
+		}
+		for p, n := range pages {
+			if n != 1 {
+				t.Errorf("page %d handed out %d times", p, n)
+			}
+		}
+		if len(seen) != 60 || len(pages) != 20 {
+			t.Errorf("%d events in %d pages, want 60 in 20", len(seen), len(pages))
+		}
+	}})
+}

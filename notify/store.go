@@ -95,7 +95,8 @@ type Store interface {
 	//     (lease until <= now), the oldest such page is handed out again:
 	//     its lease becomes sub.LeaseUntil(now) and it is returned with
 	//     its page number and its events (those still stored and received
-	//     at or after notBefore). Cursor and Pages are kept.
+	//     at or after notBefore). Cursor and Pages are kept. A lapsed
+	//     page none of whose events is left is dropped instead.
 	//   - Otherwise the next page is read and the cursor advanced as
 	//     ConsumeNotifications does, Pages incremented, and a page with
 	//     results is kept leased until sub.LeaseUntil(now).

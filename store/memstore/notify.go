@@ -88,12 +88,19 @@ func (s *Store) retrieveLocked(tenantID, id, clientID string, notBefore, now tim
 	}
 	if lapsed > 0 {
 		lp := pages[lapsed]
-		page = lapsed
 		for _, e := range evLog.after(0) {
 			if slices.Contains(lp.seqs, e.ev.Seq) && !e.ev.ReceivedAt.Before(notBefore) {
 				out = append(out, cloneEvent(e.ev))
 			}
 		}
+		if len(out) == 0 { // every event left retention
+			delete(pages, lapsed)
+			lapsed = 0
+		}
+	}
+	if lapsed > 0 {
+		lp := pages[lapsed]
+		page = lapsed
 		lp.until = sub.LeaseUntil(now)
 		pages[lapsed] = lp
 	} else {

@@ -137,12 +137,20 @@ func (s *Store) retrieveNotifications(ctx context.Context, tenantID, id, clientI
 		}
 		b = &Batch{}
 		if lapsed > 0 {
-			// The page goes out again as it was; the cursor stays.
 			var err error
 			if out, err = s.readEvents(ctx, q, `SELECT `+eventCols+` FROM events e
 				WHERE e.tenant_id = $1 AND `+s.d.In("e.seq", 2)+` AND e.received_at >= $3 ORDER BY e.seq`, tenantID, lapsedSeq, notBefore); err != nil {
 				return err
 			}
+			if len(out) == 0 {
+				// Every event of the page left retention: nothing is left
+				// to hand out again, and an empty page is never confirmed.
+				b.Exec(nil, `DELETE FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2 AND page = $3`, tenantID, id, lapsed)
+				lapsed = 0
+			}
+		}
+		if lapsed > 0 {
+			// The page goes out again as it was; the cursor stays.
 			page = lapsed
 			b.Exec(nil, `UPDATE notify_pages SET lease_until = $4 WHERE tenant_id = $1 AND subscription_id = $2 AND page = $3`, tenantID, id, page, sub.LeaseUntil(now))
 			b.Exec(nil, `UPDATE notify_subscriptions SET last_request = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, now)

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -140,6 +141,32 @@ var notifyAckTests = []test{
 		}
 		if until, err := s.NextNotifyLapse(ctx, tenant, "s"); err != nil || !until.IsZero() {
 			t.Errorf("a new subscription with a deleted one's id inherits its leases: %v, %v", until, err)
+		}
+	}},
+	{"NotifyLapsedPageOutOfRetentionIsDropped", func(t *testing.T, ctx context.Context, s Store) {
+		tenant := identity.NewGUID()
+		sub := newSub(tenant, "s", "c", "10001")
+		sub.AckDeadline = 10 * time.Second
+		if err := s.CreateNotifySubscription(ctx, sub); err != nil {
+			t.Fatal(err)
+		}
+		appendTyped(t, ctx, s, tenant, 1, "10001", "10001") // received at Epoch+1s, +2s
+		if p, q := lease(t, ctx, s, tenant, "s", Epoch.Add(time.Hour)); p != 1 || len(q) != 2 {
+			t.Fatalf("lease = %d %v", p, q)
+		}
+		appendTyped(t, ctx, s, tenant, 10, "10001") // received at Epoch+10s
+		// The page lapsed, and its events are older than the retention:
+		// the next retrieval reads on rather than hand out an empty page
+		// (which nobody would confirm) again and again.
+		_, page, evs, err := s.LeaseNotifications(ctx, tenant, "s", "c", Epoch.Add(5*time.Second), Epoch.Add(2*time.Hour), nil)
+		if err != nil || page != 2 || fmt.Sprint(seqs(evs)) != "[3]" {
+			t.Errorf("retrieval after the page left retention: page %d %v (%v), want page 2 [3]", page, seqs(evs), err)
+		}
+		if err := s.AckNotifications(ctx, tenant, "s", "c", 2, Epoch.Add(2*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		if until, err := s.NextNotifyLapse(ctx, tenant, "s"); err != nil || !until.IsZero() {
+			t.Errorf("a page out of retention is still leased until %v (%v)", until, err)
 		}
 	}},
 	{"NotifyLeaseAppendsItsAuditRecord", func(t *testing.T, ctx context.Context, s Store) {

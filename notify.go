@@ -31,3 +31,16 @@ func (p *Platform) DeleteNotifySubscription(ctx context.Context, by identity.Pri
 func (p *Platform) RetrieveNotifications(ctx context.Context, by identity.Principal, id string, wait time.Duration) (notify.Page, error) {
 	return p.Notify.Retrieve(ctx, by, id, wait)
 }
+
+// RetrieveNotificationsAcked leases the next page of a subscription's
+// notifications to the caller, to be confirmed with AckNotifications; see
+// notify.Service.RetrieveAcked.
+func (p *Platform) RetrieveNotificationsAcked(ctx context.Context, by identity.Principal, id string, wait time.Duration) (notify.Page, error) {
+	return p.Notify.RetrieveAcked(ctx, by, id, wait)
+}
+
+// AckNotifications confirms a page of an acknowledged retrieval; see
+// notify.Service.Ack.
+func (p *Platform) AckNotifications(ctx context.Context, by identity.Principal, id string, page int64) error {
+	return p.Notify.Ack(ctx, by, id, page)
+}

@@ -128,6 +128,12 @@ type Config struct {
 	// taken over once its lease lapses.
 	EventStreamLeaseFor  time.Duration
 	EventStreamPollEvery time.Duration
+	// InstanceName names this process in the leases it holds (event-stream
+	// subscriptions, export jobs; column lease_owner), so that an operator
+	// or a fault-injection harness can tell which process delivers what.
+	// A random suffix is added, so two processes, or a process and its
+	// restart, never share a lease. Default: the suffix alone.
+	InstanceName string
 	// TracerProvider, when set, turns tracing on: the platform's spans
 	// (HTTP requests, store transactions, password hashing, token
 	// signing, audit commits, export jobs, long polls, event-stream
@@ -322,7 +328,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 			return audit.NewES256Signer(kid, key)
 		},
 		URLKey: sealer.SubKey("audit-url"), ArchiveDir: p.cfg.ArchiveDir,
-		LeaseFor: cfg.ExportLeaseFor, PollEvery: cfg.ExportPollEvery, Tracer: p.tracer,
+		LeaseFor: cfg.ExportLeaseFor, PollEvery: cfg.ExportPollEvery, Tracer: p.tracer, Owner: p.leaseOwner(),
 	})
 	if err != nil {
 		p.Close()
@@ -366,9 +372,18 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	}
 	p.streamEngine = eventstream.NewEngine(eventstream.EngineConfig{
 		Service: p.EventStream, Waker: p.Events, LeaseFor: cfg.EventStreamLeaseFor, PollEvery: cfg.EventStreamPollEvery,
-		Observer: p.metrics.EventStream, Tracer: p.tracer,
+		Observer: p.metrics.EventStream, Tracer: p.tracer, Owner: p.leaseOwner(),
 	})
 	return p, nil
+}
+
+// leaseOwner is a new lease owner name for one of the platform's workers:
+// Config.InstanceName and a random GUID.
+func (p *Platform) leaseOwner() string {
+	if p.cfg.InstanceName == "" {
+		return identity.NewGUID()
+	}
+	return p.cfg.InstanceName + "-" + identity.NewGUID()
 }
 
 // Clock returns the platform's clock.

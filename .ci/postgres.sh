@@ -41,7 +41,7 @@ trap 'rm -f "$out"' EXIT
 status=0
 go test -count=1 -v ./store/postgres/... ./store/sqlstore/... 2>&1 | tee "$out" || status=$?
 if [ "$status" -eq 0 ]; then
-	go test -count=1 -v -run '^(TestTwoProcessesOnePostgres|TestNotificationsExactlyOnceAcrossTwoProcesses)$' ./examples/server/ 2>&1 | tee -a "$out" || status=$?
+	go test -count=1 -v -run '^(TestTwoProcessesOnePostgres|TestNotificationsExactlyOnceAcrossTwoProcesses|TestKilledProcessSubscriptionsMoveWithinSeconds)$' ./examples/server/ 2>&1 | tee -a "$out" || status=$?
 	if ! grep -q -- '--- PASS: TestTwoProcessesOnePostgres' "$out"; then
 		echo "postgres.sh: the two-process test did not run" >&2
 		exit 1
@@ -58,6 +58,10 @@ if [ "$status" -eq 0 ]; then
 			exit 1
 		fi
 	done
+	if ! grep -q -- '--- PASS: TestKilledProcessSubscriptionsMoveWithinSeconds' "$out"; then
+		echo "postgres.sh: the takeover test did not run" >&2
+		exit 1
+	fi
 fi
 
 if [ "$status" -ne 0 ]; then

@@ -42,8 +42,14 @@ const (
 
 // Defaults of ExporterConfig.
 const (
-	DefaultLeaseFor     = 2 * time.Minute
-	DefaultPollEvery    = time.Minute
+	// DefaultLeaseFor and DefaultPollEvery are short so that a job of a
+	// dead process moves to a live one within seconds: its lease lapses
+	// at most DefaultLeaseFor after the death (the worker renews every
+	// third of it) and idle workers look for lapsed jobs every
+	// DefaultPollEvery. The poll is one indexed UPDATE a second per
+	// process.
+	DefaultLeaseFor     = 3 * time.Second
+	DefaultPollEvery    = time.Second
 	DefaultCleanupEvery = 10 * time.Minute
 	// ArchiveTTL is how long an archive is kept after its job succeeds: the
 	// life of a signed URL, so a link handed out at completion works to the end.

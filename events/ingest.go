@@ -160,11 +160,15 @@ func (in *ingester) loop() {
 }
 
 // flush appends the events (and audit records) of batch in one
-// transaction. If the store refuses it and the batch joined several
-// requests, each is retried alone, so that one request the store refuses (say a character
-// PostgreSQL cannot store) does not fail the others. A failed transaction
-// stores nothing, so a retry neither loses nor duplicates an event; the
-// store reassigns the IDs and sequence numbers it had set in place.
+// transaction. If the store refuses it (fault.Invalid: say a character
+// PostgreSQL cannot store) and the batch joined several requests, each is
+// retried alone, so that one refused request does not fail the others: a
+// refused transaction stores nothing, so a retry neither loses nor
+// duplicates an event; the store reassigns the IDs and sequence numbers it
+// had set in place. Any other failure fails the whole batch without a
+// retry: a transaction whose connection died during its commit may have
+// committed, and retrying it stored its events twice (bench/chaos found
+// posts stored twice after database restarts).
 func (in *ingester) flush(batch []*appendReq) {
 	evs := batch[0].evs
 	var recs []*audit.Record
@@ -195,11 +199,7 @@ func (in *ingester) flush(batch []*appendReq) {
 		span.SetStatus(codes.Error, "append failed")
 	}
 	span.End()
-	// Not when the database is out of reach (Unavailable): that says
-	// nothing about one request, and a commit whose outcome the store
-	// could not learn may have stored the batch, which a retry of each
-	// request would store again.
-	if err != nil && len(batch) > 1 && !fault.Is(fault.Unavailable, err) {
+	if err != nil && len(batch) > 1 && fault.KindOf(err) == fault.Invalid {
 		for _, r := range batch {
 			in.flush([]*appendReq{r})
 		}

@@ -3,6 +3,8 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"runtime"
 	"sync"
 	"testing"
@@ -120,37 +122,44 @@ func TestIngesterReportsStoreFailure(t *testing.T) {
 	}
 }
 
-// A batch the database could not take (Unavailable, as when a commit's
-// outcome is unknown) fails every request at once: none is retried
-// alone, since the batch may be stored.
-func TestIngesterDoesNotSplitUnavailableBatch(t *testing.T) {
-	st := &gatedStore{gate: make(chan struct{}), entered: make(chan int, 100), fail: fault.E(fault.Unavailable, "database unavailable")}
-	in := newIngester(st, nil, nil)
-	defer in.close()
-	post := func() error {
-		return in.append(context.Background(), []*Event{{TenantID: "t"}}, &audit.Record{TenantID: "t"})
-	}
-	first := make(chan error, 1)
-	go func() { first <- post() }()
-	<-st.entered
-	const more = 5
-	results := make(chan error, more)
-	for range more {
-		go func() { results <- post() }()
-	}
-	waitQueued(t, in, more)
-	close(st.gate)
-	if err := <-first; !fault.Is(fault.Unavailable, err) {
-		t.Fatalf("first = %v", err)
-	}
-	for range more {
-		if err := <-results; !fault.Is(fault.Unavailable, err) {
-			t.Fatalf("batched post = %v, want Unavailable", err)
-		}
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.batches) != 2 || st.batches[1] != more {
-		t.Errorf("transactions = %v, want [1 %d]: an unavailable batch is not split", st.batches, more)
+// A batch whose transaction fails for any reason but a refusal of its
+// content (fault.Invalid) is not retried request by request: its commit
+// may have happened (the connection died during it), and a retry would
+// store its events twice. A refused batch is retried alone.
+func TestIngesterRetriesOnlyRefusedBatches(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fail  error
+		batch []int // events per transaction the store saw
+	}{
+		{"unknown outcome", fault.E(fault.Unavailable, "database unavailable; try again", io.ErrUnexpectedEOF), []int{1, 3}},
+		{"refused", fault.E(fault.Invalid, "text contains a character that cannot be stored"), []int{1, 3, 1, 1, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &gatedStore{gate: make(chan struct{}), entered: make(chan int, 10), fail: tc.fail}
+			in := newIngester(st, nil, nil)
+			defer in.close()
+			post := func() error {
+				return in.append(context.Background(), []*Event{{TenantID: "t"}}, &audit.Record{TenantID: "t"})
+			}
+			results := make(chan error, 4)
+			go func() { results <- post() }()
+			<-st.entered
+			for range 3 {
+				go func() { results <- post() }()
+			}
+			waitQueued(t, in, 3)
+			close(st.gate)
+			for range 4 {
+				if err := <-results; fault.KindOf(err) != fault.KindOf(tc.fail) {
+					t.Errorf("append = %v, want the store's error", err)
+				}
+			}
+			st.mu.Lock()
+			defer st.mu.Unlock()
+			if fmt.Sprint(st.batches) != fmt.Sprint(tc.batch) {
+				t.Errorf("transactions of %v events, want %v", st.batches, tc.batch)
+			}
+		})
 	}
 }

@@ -697,7 +697,7 @@ func TestAuditExportBackgroundWorker(t *testing.T) {
 	now := e.Clock.Now()
 	dead := audit.ExportJob{ID: identity.NewGUID(), TenantID: e.tenant.ID, State: audit.JobActive, StartedAt: now,
 		Request:  audit.ExportRequest{From: latchkeytest.Start.Add(-time.Hour), To: now},
-		Attempts: 1, LeaseOwner: "dead-process", LeaseUntil: now.Add(time.Minute)}
+		Attempts: 1, LeaseOwner: "dead-process", LeaseUntil: now.Add(audit.DefaultLeaseFor)}
 	if err := e.Store.CreateExportJob(t.Context(), dead); err != nil {
 		t.Fatal(err)
 	}
@@ -707,7 +707,7 @@ func TestAuditExportBackgroundWorker(t *testing.T) {
 		t.Fatalf("job taken before its lease lapsed: %+v", st)
 	}
 	// The poll timer (audit.DefaultPollEvery) fires after the lease lapsed.
-	e.Clock.Advance(audit.DefaultPollEvery + time.Second)
+	e.Clock.Advance(audit.DefaultLeaseFor + audit.DefaultPollEvery)
 	e.WaitExport(func() bool {
 		st, _ := e.Store.GetExportJob(t.Context(), e.tenant.ID, dead.ID)
 		return st.State != audit.JobActive

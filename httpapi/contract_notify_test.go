@@ -3,6 +3,9 @@ package httpapi_test
 import (
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func init() {
@@ -87,6 +90,70 @@ func contractNotification(t *testing.T, c *contract, f fixture) {
 		c.do(t, call{method: "GET", path: base + "/" + id + "/notifications", token: otherConsumer, req: reqProse, want: 403})
 		c.do(t, call{method: "GET", path: base + "/nope/notifications", token: consumer, want: 404})
 		c.do(t, call{method: "GET", path: base + "/" + id + "/notifications", req: reqProse, want: 401})
+	})
+
+	t.Run("acknowledged retrieval", func(t *testing.T) {
+		body := jsonBody(map[string]any{"event_type_ids": []string{"10005"}, "client_id": reader, "notification_page_size": 1, "ack_deadline_seconds": 5})
+		_, got := c.do(t, call{method: "POST", path: base, token: admin, body: body, want: 201})
+		if !strings.Contains(string(got), `"ack_deadline_seconds":5`) {
+			t.Errorf("created %s", got)
+		}
+		sid := decode[struct{ ID string }](t, got).ID
+		_, got = c.do(t, call{method: "GET", path: base + "/" + id, token: consumer, want: 200})
+		if !strings.Contains(string(got), `"ack_deadline_seconds":30`) {
+			t.Errorf("the default deadline is not shown: %s", got)
+		}
+		for _, bad := range []string{`{"event_type_ids":["10001"],"client_id":"c","ack_deadline_seconds":0}`,
+			`{"event_type_ids":["10001"],"client_id":"c","ack_deadline_seconds":601}`, `{"event_type_ids":["10001"],"client_id":"c","ack_deadline_seconds":"5"}`} {
+			c.do(t, call{method: "POST", path: base, token: admin, body: []byte(bad), req: reqInvalid, want: 400})
+		}
+		c.do(t, call{method: "POST", path: "/events/v1/events", token: producer, want: 200,
+			body: jsonBody(map[string]any{"a": map[string]any{"event_type_id": "10005"}, "b": map[string]any{"event_type_id": "10005"}})})
+		type page struct {
+			Page, Size int
+			Results    []map[string]any
+		}
+		retrieve := func() page {
+			_, got := c.do(t, call{method: "GET", path: base + "/" + sid + "/notifications?ack=true", token: consumer, want: 200})
+			return decode[page](t, got)
+		}
+		ack := func(n int, want int) {
+			c.do(t, call{method: "POST", path: base + "/" + sid + "/notifications/ack", token: consumer, body: jsonBody(map[string]any{"page": n}), want: want})
+		}
+		p1, p2 := retrieve(), retrieve()
+		if p1.Page != 1 || p1.Size != 1 || p2.Page != 2 || p2.Size != 1 {
+			t.Fatalf("leased pages %+v %+v", p1, p2)
+		}
+		ack(1, 204)
+		ack(1, 204) // twice
+		c.clock.Advance(6 * time.Second)
+		again := retrieve() // page 2 lapsed: handed out again, as it was
+		if diff := cmp.Diff(p2, again); diff != "" {
+			t.Errorf("lapsed page handed out again (-first +again):\n%s", diff)
+		}
+		ack(2, 204)
+		if p := retrieve(); p.Page != 3 || p.Size != 0 {
+			t.Errorf("after confirmations: %+v, want empty page 3", p)
+		}
+		ack(3, 204) // an empty page needs none, but may have one
+		c.do(t, call{method: "POST", path: "/events/v1/events", token: producer, want: 200,
+			body: jsonBody(map[string]any{"c": map[string]any{"event_type_id": "10005"}})})
+		if p := retrieve(); p.Page != 4 || p.Size != 1 {
+			t.Errorf("page 4 %+v", p)
+		}
+		c.clock.Advance(6 * time.Second)
+		ack(4, 409)                                                                                         // lapsed
+		c.do(t, call{method: "GET", path: base + "/" + sid + "/notifications", token: consumer, want: 200}) // plain retrieval: as before
+		ack(9, 404)
+		c.do(t, call{method: "GET", path: base + "/" + sid + "/notifications?ack=yes", token: consumer, req: reqInvalid, want: 400})
+		for _, bad := range []string{`{}`, `{"page":0}`, `{"page":"1"}`, `{"page":1.5}`, `null`, `[1]`, `{"page":`} {
+			c.do(t, call{method: "POST", path: base + "/" + sid + "/notifications/ack", token: consumer, body: []byte(bad), req: reqInvalid, want: 400})
+		}
+		c.do(t, call{method: "POST", path: base + "/" + sid + "/notifications/ack", token: consumer, body: []byte(`{"page":1,"x":"` + strings.Repeat("y", 2<<10) + `"}`), req: reqInvalid, want: 413})
+		c.do(t, call{method: "POST", path: base + "/" + sid + "/notifications/ack", token: otherConsumer, body: jsonBody(map[string]any{"page": 1}), req: reqProse, want: 403})
+		c.do(t, call{method: "POST", path: base + "/" + sid + "/notifications/ack", token: admin, body: jsonBody(map[string]any{"page": 1}), want: 403})
+		c.do(t, call{method: "POST", path: base + "/nope/notifications/ack", token: consumer, body: jsonBody(map[string]any{"page": 1}), want: 404})
+		c.do(t, call{method: "POST", path: base + "/" + sid + "/notifications/ack", body: jsonBody(map[string]any{"page": 1}), req: reqProse, want: 401})
 	})
 
 	t.Run("delete", func(t *testing.T) {

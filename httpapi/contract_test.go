@@ -79,6 +79,8 @@ type contract struct {
 
 	// archiveDir holds the audit-export archives.
 	archiveDir string
+	// clock is the platform's clock.
+	clock *clocktest.Fake
 
 	mu      sync.Mutex
 	covered map[string]bool // "METHOD pattern status"
@@ -89,11 +91,12 @@ func newContract(t *testing.T) *contract {
 	ctx := context.Background()
 	archiveDir := t.TempDir()
 	st := memstore.New()
+	clk := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	p, err := latchkey.New(ctx, latchkey.Config{
 		ArchiveDir:               archiveDir,
 		Store:                    st,
 		MasterKey:                seal.NewKey(),
-		Clock:                    clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)),
+		Clock:                    clk,
 		PasswordParams:           identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1},
 		AllowWeakPasswordHashing: true,
 	})
@@ -108,7 +111,7 @@ func newContract(t *testing.T) *contract {
 	api := httpapi.New(p, httpapi.Defaults())
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	c := &contract{srv: srv, api: api, p: p, store: st, rootTenant: boot.Tenant.ID, client: srv.Client(), covered: map[string]bool{}, archiveDir: archiveDir}
+	c := &contract{srv: srv, api: api, p: p, store: st, rootTenant: boot.Tenant.ID, client: srv.Client(), covered: map[string]bool{}, archiveDir: archiveDir, clock: clk}
 
 	resp, err := c.client.Get(srv.URL + "/openapi.json")
 	if err != nil {

@@ -117,6 +117,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"users":         map[string]any{"name": "mallory", "password": "mallory-password"},
 		"oauth-clients": map[string]any{"name": "m", "scopes": []string{"audit:export"}},
 		"api-keys":      map[string]any{"name": "m", "areas": []string{"authenticator"}},
+		"ack":           map[string]any{"page": 1},
 	}
 	param := regexp.MustCompile(`\{([A-Za-z]+)\}`)
 	checked := 0

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/notify"
 )
@@ -20,6 +21,9 @@ func (s *Server) registerNotify() {
 	s.handle("GET", base+"/{id}", consumer, s.getSubscription)
 	s.handle("DELETE", base+"/{id}", admin, s.deleteSubscription)
 	s.handle("GET", base+"/{id}/notifications", consumer, s.retrieveNotifications)
+	ack := s.oauthToken(styleNotification, identity.ScopeNotificationConsumer)
+	ack.limit = notify.MaxAckBytes
+	s.handle("POST", base+"/{id}/notifications/ack", ack, s.ackNotifications)
 }
 
 // subscriptionJSON is resource F of the specification on the wire.
@@ -36,6 +40,8 @@ type subscriptionBodyJSON struct {
 	SubscriptionDate time.Time `json:"subscription_date"`
 	NotificationURL  string    `json:"notification_url"`
 	PageSize         int       `json:"notification_page_size"`
+	// AckDeadline is ack_deadline_seconds (beyond the specification).
+	AckDeadline int64 `json:"ack_deadline_seconds"`
 }
 
 type subscriptionStatusJSON struct {
@@ -51,6 +57,7 @@ func (s *Server) subscriptionJSON(v notify.View) subscriptionJSON {
 			ClientID: v.ClientID, EventTypeIDs: v.EventTypeIDs, SubscribedBy: v.SubscribedBy, SubscriptionDate: v.Created,
 			NotificationURL: s.opts.PublicURL + s.opts.NotificationURL + "/v1/subscriptions/" + url.PathEscape(v.ID) + "/notifications",
 			PageSize:        v.PageSize,
+			AckDeadline:     int64(v.AckDeadline / time.Second),
 		},
 		Status: subscriptionStatusJSON{Remaining: v.Remaining},
 	}
@@ -120,7 +127,15 @@ func (s *Server) retrieveNotifications(w http.ResponseWriter, r *http.Request) e
 	if wait < 0 || wait > int(notify.MaxWait/time.Second) {
 		wait = -1 // refused by the service with the field named
 	}
-	p, err := s.p.RetrieveNotifications(r.Context(), principal(r), r.PathValue("id"), time.Duration(wait)*time.Second)
+	ack, err := queryAck(r)
+	if err != nil {
+		return err
+	}
+	retrieve := s.p.RetrieveNotifications
+	if ack {
+		retrieve = s.p.RetrieveNotificationsAcked
+	}
+	p, err := retrieve(r.Context(), principal(r), r.PathValue("id"), time.Duration(wait)*time.Second)
 	if err != nil {
 		return err
 	}
@@ -129,5 +144,35 @@ func (s *Server) retrieveNotifications(w http.ResponseWriter, r *http.Request) e
 		out.Results[i] = e.Body
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// queryAck reads the ack query parameter of a retrieval: "true" or
+// "false" (absent is false); anything else is refused rather than read as
+// a plain retrieval, which would consume the page.
+func queryAck(r *http.Request) (bool, error) {
+	switch v := r.URL.Query().Get("ack"); v {
+	case "", "false":
+		return false, nil
+	case "true":
+		return true, nil
+	}
+	return false, fault.E(fault.Invalid, fault.Field("ack"), "ack must be true or false")
+}
+
+// ackNotifications confirms a page of an acknowledged retrieval: 204.
+func (s *Server) ackNotifications(w http.ResponseWriter, r *http.Request) error {
+	body, err := readJSONBody(r)
+	if err != nil {
+		return err
+	}
+	page, err := notify.ParseAck(body)
+	if err == nil {
+		err = s.p.AckNotifications(r.Context(), principal(r), r.PathValue("id"), page)
+	}
+	if err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -44,3 +44,23 @@ func FuzzParseCreate(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseAck checks that any confirmation body is refused with a client
+// error or accepted with a page of 1 or more.
+func FuzzParseAck(f *testing.F) {
+	for _, s := range []string{`{"page":1}`, `{"page":0}`, `{"page":"1"}`, `{"page":1e3}`, `{"page":null}`, `null`, `[]`, `{"page":9223372036854775807}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		page, err := notify.ParseAck(body)
+		if err != nil {
+			if k := fault.KindOf(err); k != fault.Invalid && k != fault.TooLarge {
+				t.Fatalf("refusal of kind %v: %v", k, err)
+			}
+			return
+		}
+		if page < 1 {
+			t.Fatalf("accepted page %d", page)
+		}
+	})
+}

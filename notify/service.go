@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -47,6 +48,13 @@ const (
 	DefaultRetention = 6 * time.Hour
 	// maxTypeIDDigits matches the events API's bound on external ids.
 	maxTypeIDDigits = 18
+	// DefaultAckDeadline is ack_deadline_seconds when the create request
+	// gives none; MinAckDeadline and MaxAckDeadline bound it.
+	DefaultAckDeadline = 30 * time.Second
+	MinAckDeadline     = time.Second
+	MaxAckDeadline     = 600 * time.Second
+	// MaxAckBytes is the largest accepted confirmation body.
+	MaxAckBytes = 1 << 10
 )
 
 // Audit actions of the notification area (source latchkey-notification).
@@ -55,6 +63,9 @@ const (
 	ActionGet      = "notification.subscription.get"
 	ActionDelete   = "notification.subscription.delete"
 	ActionRetrieve = "notification.retrieve"
+	// ActionAck is a confirmation of a page of an acknowledged retrieval
+	// (whose handing-out is an ActionRetrieve with Meta "ack" true).
+	ActionAck = "notification.ack"
 )
 
 // Unsubscribed is the code of the unsubscribe response.
@@ -153,6 +164,11 @@ type CreateRequest struct {
 	// PageSize is notification_page_size, optional (beyond the
 	// specification): 1..MaxPageSize, default DefaultPageSize.
 	PageSize *int `json:"notification_page_size"`
+	// AckDeadlineSeconds is ack_deadline_seconds, optional (beyond the
+	// specification): how long a page of an acknowledged retrieval stays
+	// leased, MinAckDeadline..MaxAckDeadline in seconds, default
+	// DefaultAckDeadline.
+	AckDeadlineSeconds *int `json:"ack_deadline_seconds"`
 }
 
 func (s *Service) now() time.Time { return s.cfg.Clock.Now().UTC().Truncate(time.Microsecond) }
@@ -222,6 +238,14 @@ func ParseCreate(body []byte) (CreateRequest, error) {
 		}
 		req.PageSize = &n
 	}
+	if ad, ok := raw["ack_deadline_seconds"]; ok && !bytes.Equal(ad, []byte("null")) {
+		var n int
+		lo, hi := int(MinAckDeadline/time.Second), int(MaxAckDeadline/time.Second)
+		if err := json.Unmarshal(ad, &n); err != nil || n < lo || n > hi {
+			return req, fault.E(fault.Invalid, fault.Field("ack_deadline_seconds"), fmt.Sprintf("ack_deadline_seconds must be an integer from %d to %d", lo, hi))
+		}
+		req.AckDeadlineSeconds = &n
+	}
 	return req, nil
 }
 
@@ -274,10 +298,13 @@ func (s *Service) Create(ctx context.Context, by identity.Principal, body []byte
 	}
 	sub := Subscription{
 		ID: ids.NewGUID(), TenantID: by.TenantID, ClientID: req.ClientID, EventTypeIDs: req.EventTypeIDs,
-		SubscribedBy: subscriber(by), Created: s.now(), PageSize: DefaultPageSize,
+		SubscribedBy: subscriber(by), Created: s.now(), PageSize: DefaultPageSize, AckDeadline: DefaultAckDeadline,
 	}
 	if req.PageSize != nil {
 		sub.PageSize = *req.PageSize
+	}
+	if req.AckDeadlineSeconds != nil {
+		sub.AckDeadline = time.Duration(*req.AckDeadlineSeconds) * time.Second
 	}
 	meta := map[string]any{"subscription_id": sub.ID, "client_id": sub.ClientID, "event_type_ids": sub.EventTypeIDs}
 	if err := s.cfg.Store.CreateNotifySubscription(ctx, &sub); err != nil {
@@ -406,21 +433,99 @@ func (s *Service) notBefore(ctx context.Context, tenantID string) (time.Time, er
 // commit and the answer, the only moment a page can be lost (see
 // docs/notifications.md), is as short as it can be.
 func (s *Service) Retrieve(ctx context.Context, by identity.Principal, id string, wait time.Duration) (Page, error) {
+	return s.retrieveRecorded(ctx, by, id, wait, false)
+}
+
+// RetrieveAcked is an acknowledged retrieval (beyond the specification):
+// as Retrieve, but the page is leased to the caller rather than consumed.
+// Unless confirmed with Ack within the subscription's AckDeadline, it is
+// handed out again, with the same Page and Results, to the next
+// acknowledged retrieval of any poller; a lapsed page goes out before new
+// notifications. A page with no results needs no confirmation. A
+// long-polling RetrieveAcked also returns when a leased page lapses.
+//
+// A client that loses an answer (its connection, or the server, died after
+// the commit) gets the page again once the deadline passes: no
+// notification is lost, and one may be seen twice.
+func (s *Service) RetrieveAcked(ctx context.Context, by identity.Principal, id string, wait time.Duration) (Page, error) {
+	return s.retrieveRecorded(ctx, by, id, wait, true)
+}
+
+func (s *Service) retrieveRecorded(ctx context.Context, by identity.Principal, id string, wait time.Duration, ack bool) (Page, error) {
 	meta := map[string]any{"subscription_id": auditID(id)}
-	p, recorded, err := s.retrieve(ctx, by, id, wait, meta)
+	p, recorded, err := s.retrieve(ctx, by, id, wait, ack, meta)
 	if recorded {
 		return p, nil
 	}
 	if err == nil {
 		meta["results"] = len(p.Results)
 		meta["page"] = p.Page
+		if ack {
+			meta["ack"] = true
+		}
 	}
 	return p, s.record(ctx, by.TenantID, ActionRetrieve, err, meta)
 }
 
-// retrieve does Retrieve; recorded reports that its audit record was
-// stored with it.
-func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string, wait time.Duration, meta map[string]any) (p Page, recorded bool, err error) {
+// Ack confirms page of an acknowledged retrieval: it is never handed out
+// again. The caller needs scope notification:consent:consumer and must be
+// the subscription's client (fault.Forbidden); a bad id is fault.Invalid,
+// an unknown subscription or a page it never handed out fault.NotFound
+// (page must be 1 or more: fault.Invalid). Confirming a page again, a page
+// without results, or one handed out by Retrieve is nil. A page whose
+// lease lapsed is fault.Conflict: it may be on its way to another poller.
+func (s *Service) Ack(ctx context.Context, by identity.Principal, id string, page int64) error {
+	meta := map[string]any{"subscription_id": auditID(id), "page": page}
+	err := needScope(by, identity.ScopeNotificationConsumer)
+	if err == nil {
+		err = checkID("id", id)
+	}
+	if err == nil && page < 1 {
+		err = fault.E(fault.Invalid, fault.Field("page"), "page must be an integer of 1 or more")
+	}
+	if err == nil {
+		err = s.cfg.Store.AckNotifications(ctx, by.TenantID, id, by.ClientID, page, s.now())
+		switch fault.KindOf(err) {
+		case fault.Conflict:
+			err = fault.E(fault.Conflict, "the page's lease lapsed before this confirmation; it is handed out again", err)
+		case fault.NotFound:
+			if fe := (*fault.Error)(nil); errors.As(err, &fe) && fe.Field == "page" {
+				err = fault.E(fault.NotFound, fault.Field("page"), fmt.Sprintf("the subscription has not handed out page %d", page), err)
+			} else {
+				err = notFound(err)
+			}
+		default:
+			err = notFound(err)
+		}
+	}
+	return s.record(ctx, by.TenantID, ActionAck, err, meta)
+}
+
+// ParseAck decodes a confirmation body: a JSON object whose page is an
+// integer of 1 or more. Unknown members are ignored; every failure is
+// fault.Invalid (fault.TooLarge past MaxAckBytes).
+func ParseAck(body []byte) (int64, error) {
+	if len(body) > MaxAckBytes {
+		return 0, fault.E(fault.TooLarge, fault.Field("body"), fmt.Sprintf("the body is larger than %d bytes", MaxAckBytes))
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return 0, fault.E(fault.Invalid, fault.Field("body"), "the body must be a JSON object")
+	}
+	p, ok := raw["page"]
+	if !ok || bytes.Equal(p, []byte("null")) {
+		return 0, fault.E(fault.Invalid, fault.Field("page"), "page is required")
+	}
+	var n int64
+	if err := json.Unmarshal(p, &n); err != nil || n < 1 {
+		return 0, fault.E(fault.Invalid, fault.Field("page"), "page must be an integer of 1 or more")
+	}
+	return n, nil
+}
+
+// retrieve does Retrieve and RetrieveAcked; recorded reports that its
+// audit record was stored with it.
+func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string, wait time.Duration, ack bool, meta map[string]any) (p Page, recorded bool, err error) {
 	if err := needScope(by, identity.ScopeNotificationConsumer); err != nil {
 		return Page{}, false, err
 	}
@@ -431,7 +536,7 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 		return Page{}, false, fault.E(fault.Invalid, fault.Field("wait"), fmt.Sprintf("wait must be from 0 to %d seconds", int(MaxWait/time.Second)))
 	}
 	if wait > 0 && s.cfg.Waker != nil {
-		if err := s.await(ctx, by, id, wait); err != nil {
+		if err := s.await(ctx, by, id, wait, ack); err != nil {
 			return Page{}, false, err
 		}
 	}
@@ -445,7 +550,17 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 			return Page{}, false, audit.Unavailable(err)
 		}
 	}
-	sub, evs, err := s.cfg.Store.ConsumeNotifications(ctx, by.TenantID, id, by.ClientID, notBefore, s.now(), rec)
+	var (
+		sub  Subscription
+		page int64
+		evs  []events.Event
+	)
+	if ack {
+		sub, page, evs, err = s.cfg.Store.LeaseNotifications(ctx, by.TenantID, id, by.ClientID, notBefore, s.now(), rec)
+	} else {
+		sub, evs, err = s.cfg.Store.ConsumeNotifications(ctx, by.TenantID, id, by.ClientID, notBefore, s.now(), rec)
+		page = sub.Pages
+	}
 	if err != nil {
 		return Page{}, false, notFound(err)
 	}
@@ -457,10 +572,11 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 	if s.observer != nil {
 		s.observer.Retrieved(len(evs))
 	}
-	return Page{Page: sub.Pages, Results: evs}, rec != nil, nil
+	return Page{Page: page, Results: evs}, rec != nil, nil
 }
 
-// await returns once the subscription has a notification, wait has passed
+// await returns once the subscription has a notification (with ack, or a
+// leased page that lapsed), wait has passed
 // on the clock (fault.Unavailable when ctx ends first). It reads the
 // subscription without consuming; the wake-up channel is taken before
 // each look, so an append between the look and the wait is not missed.
@@ -468,7 +584,7 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 // Under a recording span the wait is a span (notify.wait) whose
 // latchkey.notify.outcome says how it ended (found, timeout, stopped,
 // cancelled, error) and whose events mark each wake-up.
-func (s *Service) await(ctx context.Context, by identity.Principal, id string, wait time.Duration) error {
+func (s *Service) await(ctx context.Context, by identity.Principal, id string, wait time.Duration, ack bool) error {
 	ctx, span := tracing.Start(ctx, "notify.wait")
 	defer span.End()
 	outcome := func(o string) {
@@ -505,19 +621,45 @@ func (s *Service) await(ctx context.Context, by identity.Principal, id string, w
 			outcome("found")
 			return nil
 		}
+		var (
+			lapse     <-chan time.Time
+			stopLapse = func() bool { return false }
+		)
+		if ack {
+			until, err := s.cfg.Store.NextNotifyLapse(ctx, by.TenantID, id)
+			if err != nil {
+				outcome("error")
+				return err
+			}
+			if !until.IsZero() {
+				if !until.After(s.now()) {
+					outcome("found")
+					return nil
+				}
+				lt := s.cfg.Clock.NewTimer(until.Sub(s.now()))
+				lapse, stopLapse = lt.C(), lt.Stop
+			}
+		}
+		end, err := true, error(nil)
 		select {
 		case <-woken:
 			span.AddEvent("woken")
+			end = false
+		case <-lapse:
+			span.AddEvent("lapsed")
+			outcome("found")
 		case <-timer.C():
 			outcome("timeout")
-			return nil
 		case <-s.stop:
 			outcome("stopped")
-			return nil
 		case <-ctx.Done():
 			// The client is gone: consuming now would lose the page.
 			outcome("cancelled")
-			return fault.E(fault.Unavailable, "request cancelled", ctx.Err())
+			err = fault.E(fault.Unavailable, "request cancelled", ctx.Err())
+		}
+		stopLapse()
+		if end {
+			return err
 		}
 	}
 }

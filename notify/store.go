@@ -24,7 +24,25 @@ type Subscription struct {
 	Pages int64
 	// LastRequest is the time of the last retrieval; zero before the first.
 	LastRequest time.Time
+	// AckDeadline is ack_deadline_seconds: how long a page handed out by
+	// an acknowledged retrieval stays leased to its poller before it is
+	// handed out again (whole seconds, MinAckDeadline..MaxAckDeadline;
+	// zero, in a store, is DefaultAckDeadline).
+	AckDeadline time.Duration
 }
+
+// ackDeadline is sub's lease length, DefaultAckDeadline when unset.
+func (sub Subscription) ackDeadline() time.Duration {
+	if sub.AckDeadline <= 0 {
+		return DefaultAckDeadline
+	}
+	return sub.AckDeadline
+}
+
+// LeaseUntil is when a page leased at now to a poller of sub is handed
+// out again unless confirmed first. Stores call it so that every store
+// computes the lease the same way.
+func (sub Subscription) LeaseUntil(now time.Time) time.Time { return now.Add(sub.ackDeadline()) }
 
 // Store keeps subscriptions and consumes notifications from the event log
 // kept by the same store (events.Store). Every method returns
@@ -69,4 +87,36 @@ type Store interface {
 	// limit (so the count costs at most limit index steps per type; a
 	// result equal to limit means "at least that many").
 	CountNotifications(ctx context.Context, sub Subscription, notBefore time.Time, limit int) (int, error)
+
+	// LeaseNotifications is one acknowledged retrieval, with
+	// ConsumeNotifications' transaction, errors and audit record, except
+	// that pages are leased rather than consumed:
+	//   - When the subscription has a leased page whose lease lapsed
+	//     (lease until <= now), the oldest such page is handed out again:
+	//     its lease becomes sub.LeaseUntil(now) and it is returned with
+	//     its page number and its events (those still stored and received
+	//     at or after notBefore). Cursor and Pages are kept. A lapsed
+	//     page none of whose events is left is dropped instead.
+	//   - Otherwise the next page is read and the cursor advanced as
+	//     ConsumeNotifications does, Pages incremented, and a page with
+	//     results is kept leased until sub.LeaseUntil(now).
+	// LastRequest is set to now either way. The record's Meta "page" is
+	// the returned page number, "results" the number of events, and
+	// "redelivered" true on a page handed out again.
+	LeaseNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (Subscription, int64, []events.Event, error)
+
+	// AckNotifications confirms page of a subscription: it is never handed
+	// out again. It is nil for a page whose lease is live, and for a page
+	// from 1 to Pages that is not leased (confirmed already, empty, or
+	// handed out by ConsumeNotifications). fault.Conflict when the page's
+	// lease lapsed (lease until <= now) and it was not handed out again;
+	// fault.NotFound when the tenant has no such subscription, and
+	// fault.NotFound with Field "page" when the subscription never handed
+	// out that page; fault.Forbidden when
+	// clientID is not the subscription's ClientID.
+	AckNotifications(ctx context.Context, tenantID, id, clientID string, page int64, now time.Time) error
+
+	// NextNotifyLapse returns the earliest time at which a leased page of
+	// the subscription lapses, the zero time when none is leased.
+	NextNotifyLapse(ctx context.Context, tenantID, id string) (time.Time, error)
 }

@@ -60,18 +60,19 @@ type Store struct {
 	auditRecs map[string][]audit.Record // by tenant, in seq order
 	instances map[string][]audit.ServiceInstance
 
-	cl         clientData                     // client registration; see clients.go
-	vaultKeys  map[string]vault.Key           // by tenant/id; see vault.go
-	exportJobs map[string]audit.ExportJob     // by id
-	eventLogs  map[string]*eventLog           // by tenant; see events.go
-	subs       map[subKey]notify.Subscription // see notify.go
-	vt         vtokenData                     // virtual tokens; see vtoken.go
-	authn      authnData                      // authenticators; see authenticator.go
-	guide      guideData                      // guide sessions and SSO settings; see guide.go
-	es         esData                         // area E; see eventstream.go
-	oauth      *oauthData                     // revoked tokens, DPoP proofs; see oauth.go
-	oidc       oidcData                       // the OpenID Provider's state; see oidc.go
-	idem       map[idemKey]idempotency.Entry  // see idempotency.go
+	cl         clientData                      // client registration; see clients.go
+	vaultKeys  map[string]vault.Key            // by tenant/id; see vault.go
+	exportJobs map[string]audit.ExportJob      // by id
+	eventLogs  map[string]*eventLog            // by tenant; see events.go
+	subs       map[subKey]notify.Subscription  // see notify.go
+	notePages  map[subKey]map[int64]leasedPage // leased notification pages; see notify.go
+	vt         vtokenData                      // virtual tokens; see vtoken.go
+	authn      authnData                       // authenticators; see authenticator.go
+	guide      guideData                       // guide sessions and SSO settings; see guide.go
+	es         esData                          // area E; see eventstream.go
+	oauth      *oauthData                      // revoked tokens, DPoP proofs; see oauth.go
+	oidc       oidcData                        // the OpenID Provider's state; see oidc.go
+	idem       map[idemKey]idempotency.Entry   // see idempotency.go
 
 	notReady error // what Ready returns; see SetNotReady
 }
@@ -98,6 +99,7 @@ func New() *Store {
 		exportJobs:    map[string]audit.ExportJob{},
 		eventLogs:     map[string]*eventLog{},
 		subs:          map[subKey]notify.Subscription{},
+		notePages:     map[subKey]map[int64]leasedPage{},
 		vt:            vtokenData{exchange: map[string][]byte{}, tokens: map[string]vtoken.Token{}, certs: map[string][]vtoken.Certificate{}},
 		authn:         authnData{auths: map[string]authenticator.Authenticator{}, challenges: map[string]authenticator.Challenge{}},
 		guide:         guideData{sessions: map[string]guide.Session{}, sso: map[string]guide.SSOSettings{}},

@@ -39,37 +39,135 @@ func (s *Store) GetNotifySubscription(ctx context.Context, tenantID, id string) 
 // DeleteNotifySubscription implements notify.Store.
 func (s *Store) DeleteNotifySubscription(ctx context.Context, tenantID, id string) error {
 	defer s.lock()()
+	delete(s.notePages, subKey{tenantID, id})
 	return remove(s.subs, subKey{tenantID, id}, nil, "subscription not found")
+}
+
+// leasedPage is a page handed out by an acknowledged retrieval and not
+// confirmed yet.
+type leasedPage struct {
+	seqs  []int64
+	until time.Time
 }
 
 // ConsumeNotifications implements notify.Store under the store's one lock.
 func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, []events.Event, error) {
 	defer s.lock()()
+	sub, _, out, err := s.retrieveLocked(tenantID, id, clientID, notBefore, now, rec, false)
+	return sub, out, err
+}
+
+// LeaseNotifications implements notify.Store under the store's one lock.
+func (s *Store) LeaseNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, int64, []events.Event, error) {
+	defer s.lock()()
+	return s.retrieveLocked(tenantID, id, clientID, notBefore, now, rec, true)
+}
+
+func (s *Store) retrieveLocked(tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record, ack bool) (notify.Subscription, int64, []events.Event, error) {
 	k := subKey{tenantID, id}
 	sub, err := lookup(s.subs, k, nil, "subscription not found")
 	if err != nil {
-		return notify.Subscription{}, nil, err
+		return notify.Subscription{}, 0, nil, err
 	}
 	if sub.ClientID != clientID {
-		return notify.Subscription{}, nil, fault.E(fault.Forbidden, "the client is not the subscription's client")
+		return notify.Subscription{}, 0, nil, fault.E(fault.Forbidden, "the client is not the subscription's client")
 	}
-	var out []events.Event
-	if l := s.eventLogs[tenantID]; l != nil {
-		out = firstEvents(l.after(sub.Cursor), sub.PageSize, notifies(sub, notBefore))
-		if len(out) == sub.PageSize {
-			sub.Cursor = out[len(out)-1].Seq
-		} else {
-			sub.Cursor = l.head
+	var (
+		out    []events.Event
+		page   int64
+		evLog  = s.eventLogs[tenantID]
+		pages  = s.notePages[k]
+		lapsed int64 // the oldest page whose lease lapsed
+	)
+	if ack {
+		for p, lp := range pages {
+			if !lp.until.After(now) && (lapsed == 0 || p < lapsed) {
+				lapsed = p
+			}
 		}
 	}
-	sub.Pages++
+	if lapsed > 0 {
+		lp := pages[lapsed]
+		for _, e := range evLog.after(0) {
+			if slices.Contains(lp.seqs, e.ev.Seq) && !e.ev.ReceivedAt.Before(notBefore) {
+				out = append(out, cloneEvent(e.ev))
+			}
+		}
+		if len(out) == 0 { // every event left retention
+			delete(pages, lapsed)
+			lapsed = 0
+		}
+	}
+	if lapsed > 0 {
+		lp := pages[lapsed]
+		page = lapsed
+		lp.until = sub.LeaseUntil(now)
+		pages[lapsed] = lp
+	} else {
+		if evLog != nil {
+			out = firstEvents(evLog.after(sub.Cursor), sub.PageSize, notifies(sub, notBefore))
+			if len(out) == sub.PageSize {
+				sub.Cursor = out[len(out)-1].Seq
+			} else {
+				sub.Cursor = evLog.head
+			}
+		}
+		sub.Pages++
+		page = sub.Pages
+		if ack && len(out) > 0 {
+			if pages == nil {
+				pages = map[int64]leasedPage{}
+				s.notePages[k] = pages
+			}
+			lp := leasedPage{until: sub.LeaseUntil(now)}
+			for _, e := range out {
+				lp.seqs = append(lp.seqs, e.Seq)
+			}
+			pages[page] = lp
+		}
+	}
 	sub.LastRequest = now
 	s.subs[k] = sub
 	if rec != nil {
-		setRetrievalMeta(rec, sub, len(out))
+		setRetrievalMeta(rec, page, len(out), ack, lapsed > 0)
 		s.appendAuditLocked([]*audit.Record{rec})
 	}
-	return cloneNotifySub(sub), out, nil
+	return cloneNotifySub(sub), page, out, nil
+}
+
+// AckNotifications implements notify.Store.
+func (s *Store) AckNotifications(ctx context.Context, tenantID, id, clientID string, page int64, now time.Time) error {
+	defer s.lock()()
+	k := subKey{tenantID, id}
+	sub, err := lookup(s.subs, k, nil, "subscription not found")
+	if err != nil {
+		return err
+	}
+	lp, leased := s.notePages[k][page]
+	switch {
+	case sub.ClientID != clientID:
+		return fault.E(fault.Forbidden, "the client is not the subscription's client")
+	case page < 1 || page > sub.Pages:
+		return fault.E(fault.NotFound, fault.Field("page"), "the subscription has not handed out that page")
+	case !leased:
+		return nil
+	case !lp.until.After(now):
+		return fault.E(fault.Conflict, "the page's lease lapsed before its confirmation")
+	}
+	delete(s.notePages[k], page)
+	return nil
+}
+
+// NextNotifyLapse implements notify.Store.
+func (s *Store) NextNotifyLapse(ctx context.Context, tenantID, id string) (time.Time, error) {
+	defer s.lock()()
+	var first time.Time
+	for _, lp := range s.notePages[subKey{tenantID, id}] {
+		if first.IsZero() || lp.until.Before(first) {
+			first = lp.until
+		}
+	}
+	return first, nil
 }
 
 // CountNotifications implements notify.Store.
@@ -92,11 +190,18 @@ func notifies(sub notify.Subscription, notBefore time.Time) func(events.Event) b
 	}
 }
 
-// setRetrievalMeta completes the audit record of a retrieval.
-func setRetrievalMeta(rec *audit.Record, sub notify.Subscription, results int) {
+// setRetrievalMeta completes the audit record of a retrieval as
+// sqlstore's does.
+func setRetrievalMeta(rec *audit.Record, page int64, results int, ack, redelivered bool) {
 	if rec.Meta == nil {
 		rec.Meta = map[string]any{}
 	}
 	rec.Meta["results"] = results
-	rec.Meta["page"] = sub.Pages
+	rec.Meta["page"] = page
+	if ack {
+		rec.Meta["ack"] = true
+	}
+	if redelivered {
+		rec.Meta["redelivered"] = true
+	}
 }

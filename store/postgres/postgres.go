@@ -7,9 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -356,6 +359,15 @@ func codeErr(err error) error {
 	}
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) || pgconn.Timeout(err) {
+		return fault.E(fault.Unavailable, "database unavailable; try again", err)
+	}
+	// The connection died under the statement (the server restarted or
+	// crashed, the network dropped it) or was found closed: the database
+	// is unreachable for now, not broken (the chaos harness met these as
+	// 500s).
+	var ne net.Error
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) || errors.Is(err, pgconn.ErrConnClosed) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &ne) {
 		return fault.E(fault.Unavailable, "database unavailable; try again", err)
 	}
 	return nil

@@ -234,7 +234,9 @@ func scanTo(dest []any) []any {
 		case **time.Time:
 			dest[i] = optTimeDest{p}
 		case *[]string:
-			dest[i] = listDest{p}
+			dest[i] = listDest[string]{p}
+		case *[]int64:
+			dest[i] = listDest[int64]{p}
 		}
 	}
 	return dest
@@ -269,9 +271,9 @@ func (d optTimeDest) Scan(v any) error {
 	return nil
 }
 
-type listDest struct{ p *[]string }
+type listDest[T string | int64] struct{ p *[]T }
 
-func (d listDest) Scan(v any) error {
+func (d listDest[T]) Scan(v any) error {
 	*d.p = nil
 	switch x := v.(type) {
 	case nil:

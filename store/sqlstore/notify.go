@@ -15,7 +15,7 @@ import (
 var _ notify.Store = (*Store)(nil)
 
 const (
-	subCols    = `tenant_id, id, client_id, event_type_ids, subscribed_by, created_at, page_size, cursor, pages, last_request`
+	subCols    = `tenant_id, id, client_id, event_type_ids, subscribed_by, created_at, page_size, cursor, pages, last_request, ack_deadline_seconds`
 	subSelect  = `SELECT ` + subCols + ` FROM notify_subscriptions WHERE tenant_id = $1 AND id = $2`
 	subAdvance = `UPDATE notify_subscriptions SET cursor = $3, pages = pages + 1, last_request = $4 WHERE tenant_id = $1 AND id = $2`
 	// maxSeqBatches bounds the batches of seqs one retrieval reads when
@@ -29,11 +29,13 @@ func scanNotifySub(row Row) (notify.Subscription, error) {
 	var (
 		sub  notify.Subscription
 		last *time.Time
+		ack  int64
 	)
-	if err := row.Scan(&sub.TenantID, &sub.ID, &sub.ClientID, &sub.EventTypeIDs, &sub.SubscribedBy, &sub.Created, &sub.PageSize, &sub.Cursor, &sub.Pages, &last); err != nil {
+	if err := row.Scan(&sub.TenantID, &sub.ID, &sub.ClientID, &sub.EventTypeIDs, &sub.SubscribedBy, &sub.Created, &sub.PageSize, &sub.Cursor, &sub.Pages, &last, &ack); err != nil {
 		return sub, err
 	}
 	sub.LastRequest = orZero(last)
+	sub.AckDeadline = time.Duration(ack) * time.Second
 	return sub, nil
 }
 
@@ -47,8 +49,8 @@ func (s *Store) CreateNotifySubscription(ctx context.Context, sub *notify.Subscr
 		if err := q.QueryRow(ctx, eventHeadOf, sub.TenantID).Scan(&head); err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return err
 		}
-		_, err := q.Exec(ctx, `INSERT INTO notify_subscriptions (`+subCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9)`,
-			sub.TenantID, sub.ID, sub.ClientID, sub.EventTypeIDs, sub.SubscribedBy, sub.Created, sub.PageSize, head, (*time.Time)(nil))
+		_, err := q.Exec(ctx, `INSERT INTO notify_subscriptions (`+subCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 0, $9, $10)`,
+			sub.TenantID, sub.ID, sub.ClientID, sub.EventTypeIDs, sub.SubscribedBy, sub.Created, sub.PageSize, head, (*time.Time)(nil), int64(sub.AckDeadline/time.Second))
 		if err != nil {
 			return err
 		}
@@ -64,8 +66,15 @@ func (s *Store) GetNotifySubscription(ctx context.Context, tenantID, id string) 
 }
 
 // DeleteNotifySubscription implements notify.Store.
+// Its leased pages go with it.
 func (s *Store) DeleteNotifySubscription(ctx context.Context, tenantID, id string) error {
-	n, err := s.c.Write().Exec(ctx, `DELETE FROM notify_subscriptions WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	var n int64
+	err := s.c.Tx(ctx, func(q Querier) error {
+		b := &Batch{}
+		b.Exec(func(affected int64) error { n = affected; return nil }, `DELETE FROM notify_subscriptions WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+		b.Exec(nil, `DELETE FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2`, tenantID, id)
+		return q.Batch(ctx, b)
+	})
 	return s.affected(n, err, "subscription")
 }
 
@@ -74,16 +83,33 @@ func (s *Store) DeleteNotifySubscription(ctx context.Context, tenantID, id strin
 // other), reads the head (every event up to it is committed), reads the
 // page and advances the cursor, then commits.
 func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, []events.Event, error) {
+	sub, _, out, err := s.retrieveNotifications(ctx, tenantID, id, clientID, notBefore, now, rec, false)
+	return sub, out, err
+}
+
+// LeaseNotifications implements notify.Store: ConsumeNotifications' steps,
+// with the subscription's oldest lapsed page looked up under the same lock
+// and handed out again when there is one.
+func (s *Store) LeaseNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, int64, []events.Event, error) {
+	return s.retrieveNotifications(ctx, tenantID, id, clientID, notBefore, now, rec, true)
+}
+
+func (s *Store) retrieveNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record, ack bool) (notify.Subscription, int64, []events.Event, error) {
 	var (
-		sub notify.Subscription
-		out []events.Event
+		sub  notify.Subscription
+		page int64
+		out  []events.Event
 	)
 	err := s.c.Tx(ctx, func(q Querier) error {
 		out = nil
 		// One round trip locks the row, then reads the head with a
 		// snapshot taken after the lock was granted (READ COMMITTED takes
-		// one per statement).
-		var head int64
+		// one per statement), and the oldest lapsed leased page.
+		var (
+			head      int64
+			lapsed    int64
+			lapsedSeq []int64
+		)
 		b := &Batch{}
 		b.QueryRow(func(row Row) (err error) {
 			sub, err = scanNotifySub(row)
@@ -95,32 +121,64 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 			}
 			return nil
 		}, eventHeadOf, tenantID)
+		if ack {
+			b.QueryRow(func(row Row) error {
+				if err := row.Scan(&lapsed, &lapsedSeq); err != nil && !errors.Is(err, sql.ErrNoRows) {
+					return err
+				}
+				return nil
+			}, `SELECT page, seqs FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2 AND lease_until <= $3 ORDER BY page LIMIT 1`, tenantID, id, now)
+		}
 		if err := q.Batch(ctx, b); err != nil {
 			return err
 		}
 		if sub.ClientID != clientID {
 			return fault.E(fault.Forbidden, "the client is not the subscription's client")
 		}
-		cursor := head
-		if head > sub.Cursor && len(sub.EventTypeIDs) > 0 {
+		b = &Batch{}
+		if lapsed > 0 {
 			var err error
-			if out, cursor, err = s.readNotifications(ctx, q, sub, head, notBefore); err != nil {
+			if out, err = s.readEvents(ctx, q, `SELECT `+eventCols+` FROM events e
+				WHERE e.tenant_id = $1 AND `+s.d.In("e.seq", 2)+` AND e.received_at >= $3 ORDER BY e.seq`, tenantID, lapsedSeq, notBefore); err != nil {
 				return err
 			}
+			if len(out) == 0 {
+				// Every event of the page left retention: nothing is left
+				// to hand out again, and an empty page is never confirmed.
+				b.Exec(nil, `DELETE FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2 AND page = $3`, tenantID, id, lapsed)
+				lapsed = 0
+			}
 		}
-		cursor = max(cursor, sub.Cursor)
-		// The cursor's advance and the lock of the audit chain share a
-		// round trip; the record is written in the next. The chain is
-		// locked after the subscription: an audit append locks only the
-		// chain head, so no two transactions take these locks in
-		// opposite order.
-		b = &Batch{}
-		b.Exec(nil, subAdvance, tenantID, id, cursor, now)
+		if lapsed > 0 {
+			// The page goes out again as it was; the cursor stays.
+			page = lapsed
+			b.Exec(nil, `UPDATE notify_pages SET lease_until = $4 WHERE tenant_id = $1 AND subscription_id = $2 AND page = $3`, tenantID, id, page, sub.LeaseUntil(now))
+			b.Exec(nil, `UPDATE notify_subscriptions SET last_request = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, now)
+			sub.LastRequest = now
+		} else {
+			cursor := head
+			if head > sub.Cursor && len(sub.EventTypeIDs) > 0 {
+				var err error
+				if out, cursor, err = s.readNotifications(ctx, q, sub, head, notBefore); err != nil {
+					return err
+				}
+			}
+			cursor = max(cursor, sub.Cursor)
+			b.Exec(nil, subAdvance, tenantID, id, cursor, now)
+			sub.Cursor, sub.Pages, sub.LastRequest = cursor, sub.Pages+1, now
+			page = sub.Pages
+			if ack && len(out) > 0 {
+				b.Exec(nil, `INSERT INTO notify_pages (tenant_id, subscription_id, page, seqs, lease_until) VALUES ($1, $2, $3, $4, $5)`,
+					tenantID, id, page, seqs(out), sub.LeaseUntil(now))
+			}
+		}
+		// The writes and the lock of the audit chain share a round trip;
+		// the record is written in the next. The chain is locked after
+		// the subscription: an audit append locks only the chain head, so
+		// no two transactions take these locks in opposite order.
 		var a *auditAppend
 		if rec != nil {
-			next := sub
-			next.Pages++
-			setRetrievalMeta(rec, next, len(out))
+			setRetrievalMeta(rec, page, len(out), ack, lapsed > 0)
 			var err error
 			if a, err = newAuditAppend([]*audit.Record{rec}); err != nil {
 				return err
@@ -130,7 +188,6 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 		if err := q.Batch(ctx, b); err != nil {
 			return err
 		}
-		sub.Cursor, sub.Pages, sub.LastRequest = cursor, sub.Pages+1, now
 		if a == nil {
 			return nil
 		}
@@ -139,9 +196,70 @@ func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID
 		return q.Batch(ctx, b)
 	})
 	if err != nil {
-		return notify.Subscription{}, nil, err
+		return notify.Subscription{}, 0, nil, err
 	}
-	return sub, out, nil
+	return sub, page, out, nil
+}
+
+func seqs(evs []events.Event) []int64 {
+	out := make([]int64, len(evs))
+	for i, e := range evs {
+		out[i] = e.Seq
+	}
+	return out
+}
+
+// AckNotifications implements notify.Store under the subscription's row
+// lock, so a confirmation and a retrieval handing the page out again never
+// overlap.
+func (s *Store) AckNotifications(ctx context.Context, tenantID, id, clientID string, page int64, now time.Time) error {
+	return s.c.Tx(ctx, func(q Querier) error {
+		var (
+			sub   notify.Subscription
+			until *time.Time
+		)
+		b := &Batch{}
+		b.QueryRow(func(row Row) (err error) {
+			sub, err = scanNotifySub(row)
+			return s.notFound(err, "subscription")
+		}, subSelect+s.d.ForUpdate, tenantID, id)
+		b.QueryRow(func(row Row) error {
+			var t time.Time
+			if err := row.Scan(&t); err != nil {
+				if errors.Is(err, sql.ErrNoRows) {
+					return nil
+				}
+				return err
+			}
+			until = &t
+			return nil
+		}, `SELECT lease_until FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2 AND page = $3`, tenantID, id, page)
+		if err := q.Batch(ctx, b); err != nil {
+			return err
+		}
+		switch {
+		case sub.ClientID != clientID:
+			return fault.E(fault.Forbidden, "the client is not the subscription's client")
+		case page < 1 || page > sub.Pages:
+			return fault.E(fault.NotFound, fault.Field("page"), "the subscription has not handed out that page")
+		case until == nil:
+			return nil
+		case !until.After(now):
+			return fault.E(fault.Conflict, "the page's lease lapsed before its confirmation")
+		}
+		_, err := q.Exec(ctx, `DELETE FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2 AND page = $3`, tenantID, id, page)
+		return err
+	})
+}
+
+// NextNotifyLapse implements notify.Store.
+func (s *Store) NextNotifyLapse(ctx context.Context, tenantID, id string) (time.Time, error) {
+	var t time.Time
+	err := s.c.Read().QueryRow(ctx, `SELECT lease_until FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2 ORDER BY lease_until LIMIT 1`, tenantID, id).Scan(&t)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	return t, s.c.MapErr(err)
 }
 
 // CountNotifications implements notify.Store: per type, a range walk of
@@ -158,12 +276,18 @@ func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription,
 }
 
 // setRetrievalMeta completes the audit record of a retrieval.
-func setRetrievalMeta(rec *audit.Record, sub notify.Subscription, results int) {
+func setRetrievalMeta(rec *audit.Record, page int64, results int, ack, redelivered bool) {
 	if rec.Meta == nil {
 		rec.Meta = map[string]any{}
 	}
 	rec.Meta["results"] = results
-	rec.Meta["page"] = sub.Pages
+	rec.Meta["page"] = page
+	if ack {
+		rec.Meta["ack"] = true
+	}
+	if redelivered {
+		rec.Meta["redelivered"] = true
+	}
 }
 
 // readNotifications reads up to sub.PageSize events of sub's types with

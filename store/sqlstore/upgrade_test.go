@@ -120,8 +120,9 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 			Summary:          audit.Summary{Count: 3, FirstSeq: 1, LastSeq: 3, FirstHash: "aa", LastHash: "bb", Runs: 1, LogsSHA256: "cc", ChainSHA256: "dd", KeyID: "kid-1"},
 			ArchiveExpiresAt: at(24 * time.Hour), Attempts: 1}
 		subPolled = notify.Subscription{ID: "sub-polled", TenantID: tn1, ClientID: "lkc_fixture", EventTypeIDs: []string{"10001", "10002"}, SubscribedBy: "admin-app", Created: e0,
-			PageSize: 2, Cursor: 5, Pages: 1, LastRequest: at(10 * time.Minute)}
-		subIdle  = notify.Subscription{ID: "sub-idle", TenantID: tn1, ClientID: "lkc_fixture", EventTypeIDs: []string{"304"}, SubscribedBy: "admin-app", Created: at(time.Second), PageSize: 10, Cursor: 2}
+			PageSize: 2, Cursor: 5, Pages: 1, LastRequest: at(10 * time.Minute), AckDeadline: notify.DefaultAckDeadline} // migration 0017's default
+
+		subIdle  = notify.Subscription{ID: "sub-idle", TenantID: tn1, ClientID: "lkc_fixture", EventTypeIDs: []string{"304"}, SubscribedBy: "admin-app", Created: at(time.Second), PageSize: 10, Cursor: 2, AckDeadline: notify.DefaultAckDeadline}
 		esStream = eventstream.Subscription{TenantID: tn1, ID: "stream-1", Kind: eventstream.KindStream, Endpoint: "https://hooks.example.com/stream-1", EventTypes: []string{"10001", "304"},
 			MaxPerSecond: 50, NumberOfRetries: 2, Auth: eventstream.Auth{Type: eventstream.AuthBasic, Username: "hook-user", Sealed: []byte("sealed-password")}, CreatedAt: e0, UpdatedAt: at(time.Second),
 			Cursor: 3, Status: eventstream.Status{LastSuccessAt: at(6 * time.Minute), LastErrorAt: at(5*time.Minute + 30*time.Second), LastError: "HTTP 500", Delivered: 2, DeadLettered: 2},

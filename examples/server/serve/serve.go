@@ -87,6 +87,10 @@ type Config struct {
 	// (see latchkey.Config); zero means 10 and 30 minutes.
 	GuideIdle, GuideClosed time.Duration
 
+	// InstanceName names this process in the leases it holds (see
+	// latchkey.Config.InstanceName).
+	InstanceName string
+
 	// TracerProvider, when set, is where the platform's spans go. Nil
 	// means the one the OTEL_* environment variables describe (package
 	// otelenv: off unless an OTLP endpoint or exporter is set), which Run
@@ -155,7 +159,7 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 	}
 	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public, TracerProvider: tp,
-		ArchiveDir: archives, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
+		ArchiveDir: archives, InstanceName: cfg.InstanceName, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
 		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed,
 		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints})
 	if err != nil {

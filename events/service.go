@@ -13,6 +13,7 @@ import (
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/internal/tracing"
 )
@@ -212,20 +213,36 @@ func (s *Service) PostExternal(ctx context.Context, by identity.Principal, body 
 			}
 			rec = r
 		}
+		// A post sent with an Idempotency-Key keeps its answer in the
+		// events' own transaction (the store renders it once the ids are
+		// assigned), so a retry after a crash between the commit and the
+		// answer is given the answer rather than refused.
+		idempotency.PrepareAnswer(ctx, func() any { return postResults(out, accepted, acceptedNames) })
 		if err := s.in.append(ctx, accepted, rec); err != nil {
 			return nil, s.record(ctx, by.TenantID, ActionPost, err, meta)
 		}
 		recorded = rec != nil
 	}
-	for i, ev := range accepted {
-		out[acceptedNames[i]] = PostResult{Status: StatusAccepted, ID: ev.ID}
-	}
+	out = postResults(out, accepted, acceptedNames)
 	if !recorded {
 		if err := s.record(ctx, by.TenantID, ActionPost, nil, meta); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
+}
+
+// postResults is a post's answer: the rejected events' results in
+// rejected, and each accepted event's id (set once the store appended it).
+func postResults(rejected map[string]PostResult, accepted []*Event, names []string) map[string]PostResult {
+	out := make(map[string]PostResult, len(rejected)+len(accepted))
+	for name, r := range rejected {
+		out[name] = r
+	}
+	for i, ev := range accepted {
+		out[names[i]] = PostResult{Status: StatusAccepted, ID: ev.ID}
+	}
+	return out
 }
 
 // parsePost splits a post body into its named events.

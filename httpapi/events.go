@@ -9,6 +9,7 @@ import (
 
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 )
 
@@ -55,6 +56,7 @@ func (s *Server) postEvents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	idempotency.EncodeAnswer(r.Context(), jsonAnswer(http.StatusOK))
 	res, err := s.p.PostEvents(r.Context(), principal(r), body)
 	if err != nil {
 		return err

@@ -1,14 +1,19 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/events"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
 )
@@ -139,5 +144,44 @@ func TestVTokenEmptySegment(t *testing.T) {
 		if r.Status != 400 || body["code"] != float64(400) || !strings.Contains(fmt.Sprint(body["message"]), "empty segment") {
 			t.Errorf("%s %s: %d %s, want 400", tt.method, tt.path, r.Status, r.Body)
 		}
+	}
+}
+
+// finishFailing is a store that cannot keep answers after the fact, as
+// when the process dies between a write's commit and its answer.
+type finishFailing struct {
+	latchkey.Store
+	fail *atomic.Bool
+}
+
+func (s finishFailing) FinishIdempotencyKeys(ctx context.Context, as []idempotency.Answer) error {
+	if s.fail.Load() {
+		return errors.New("the process died before the answer was kept")
+	}
+	return s.Store.FinishIdempotencyKeys(ctx, as)
+}
+
+// An event post's answer is kept in its events' own transaction: a retry
+// whose first answer could not be kept after the commit is given that
+// answer, byte for byte, rather than 409 "answer lost".
+func TestEventPostAnswerKeptWithItsEvents(t *testing.T) {
+	var fail atomic.Bool
+	e := latchkeytest.New(t, func(c *latchkey.Config) { c.Store = finishFailing{c.Store, &fail} })
+	tn := e.NewTenant("Kept")
+	producer := "Authorization: Bearer " + e.AuditClient(tn, identity.RoleTenantAdmin, identity.ScopeEventProducer)
+	body := json.RawMessage(`{"a":{"event_type_id":"10001","end_user":{"id":"alice"}},"bad":{"event_type_id":"nope"}}`)
+	fail.Store(true)
+	first := e.Do("POST", "/events/v1/events", body, producer, "Idempotency-Key: kept-1")
+	fail.Store(false)
+	if first.Status != 200 || !strings.Contains(string(first.Body), `"accepted"`) {
+		t.Fatalf("first post: %d %s", first.Status, first.Body)
+	}
+	again := e.Do("POST", "/events/v1/events", body, producer, "Idempotency-Key: kept-1")
+	if again.Status != 200 || again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(first.Body) {
+		t.Errorf("retry: %d %v %s, want the first answer %s replayed", again.Status, again.Header, again.Body, first.Body)
+	}
+	evs, _, err := e.Store.QueryEvents(t.Context(), tn.ID, events.Query{Limit: 10})
+	if err != nil || len(evs) != 1 {
+		t.Errorf("events stored: %d (%v), want 1", len(evs), err)
 	}
 }

@@ -24,9 +24,25 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if v == nil {
 		return
 	}
-	enc := json.NewEncoder(w)
+	w.Write(encodeJSON(v))
+}
+
+// encodeJSON is writeJSON's body: v as JSON, HTML characters unescaped,
+// with a final newline.
+func encodeJSON(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	enc.Encode(v)
+	return b.Bytes()
+}
+
+// jsonAnswer is how a creating route with an Idempotency-Key answers the
+// result its service prepared (idempotency.EncodeAnswer): as writeJSON
+// would with status, byte for byte, so the answer kept in the write's
+// transaction is the answer sent.
+func jsonAnswer(status int) func(v any) (int, string, []byte) {
+	return func(v any) (int, string, []byte) { return status, "application/json", encodeJSON(v) }
 }
 
 // readBody reads the (already size-limited) body.

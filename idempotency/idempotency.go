@@ -27,14 +27,21 @@
 //     the requests finishing together) stores the status and body the
 //     server answered, before the answer leaves the server.
 //
-// Why not keep the answer itself in the write's transaction: the answer is
-// rendered by the HTTP layer from what the service returns, after the
-// store call has committed; carrying the rendering into every store
-// transaction would tie each area's store to the HTTP layer. What matters
-// for a retry, that the write happens at most once, is in the transaction;
-// the answer follows a moment later. If the process dies (or the database
-// goes away) in that moment, a retry finds the key stored without an
-// answer and is answered 409 (Lost) rather than writing again.
+// Where the answer is known before the commit, it is kept in the write's
+// transaction too: the HTTP layer says how it encodes a result
+// (EncodeAnswer) and the service hands over its result as a function
+// (PrepareAnswer), which the store calls inside the transaction once the
+// values it assigns in place (ids, seqs) are set. Event posts do this, so
+// a post's answer commits with its events and a retry after a crash
+// between the commit and the answer is given the answer. Other creating
+// routes render their answer from what the service returns after the
+// store call has committed (carrying that rendering into every area's
+// store transaction would tie each store to the HTTP layer): what matters
+// for a retry, that the write happens at most once, is in the
+// transaction, and the answer follows a moment later. If the process dies
+// (or the database goes away) in that moment, a retry finds the key
+// stored without an answer and is answered 409 (Lost) rather than
+// writing again.
 //
 // An answer of 5xx or 429 is not kept: the key is released (nothing was
 // stored under it, as a 5xx promises), so the retry runs afresh. Should
@@ -47,6 +54,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -137,6 +145,57 @@ type Answer struct {
 type Claim struct {
 	Scope, Key, Token string
 	bound             atomic.Bool
+
+	mu     sync.Mutex
+	encode func(v any) (status int, contentType string, body []byte)
+	result func() any
+}
+
+// EncodeAnswer tells the claims ctx carries how their request turns its
+// result into the answer it sends (the HTTP layer's status and encoding),
+// so that a store can keep that answer in the write's own transaction
+// once the service has prepared the result (PrepareAnswer).
+func EncodeAnswer(ctx context.Context, enc func(v any) (status int, contentType string, body []byte)) {
+	cs, _ := ctx.Value(claimsKey{}).([]*Claim)
+	for _, c := range cs {
+		c.mu.Lock()
+		c.encode = enc
+		c.mu.Unlock()
+	}
+}
+
+// PrepareAnswer gives the claims ctx carries the result their request
+// answers with if its write commits. The store calls result inside the
+// write's transaction, after the write's statements are queued (so values
+// the store assigns in place, such as ids, are set), and keeps the encoded
+// answer in that transaction: a retry then gets the answer even if the
+// process dies between the commit and the answer, instead of being told
+// the answer was lost. Without an encoder (EncodeAnswer) it does nothing.
+func PrepareAnswer(ctx context.Context, result func() any) {
+	cs, _ := ctx.Value(claimsKey{}).([]*Claim)
+	for _, c := range cs {
+		c.mu.Lock()
+		c.result = result
+		c.mu.Unlock()
+	}
+}
+
+// PreparedAnswer returns the answer the claim's request will send, when
+// both its encoding and its result were given (EncodeAnswer,
+// PrepareAnswer); stores call it inside the write's transaction.
+func (c *Claim) PreparedAnswer() (a Answer, ok bool) {
+	c.mu.Lock()
+	enc, res := c.encode, c.result
+	c.mu.Unlock()
+	if enc == nil || res == nil {
+		return Answer{}, false
+	}
+	a = Answer{Scope: c.Scope, Key: c.Key, Token: c.Token}
+	a.Status, a.ContentType, a.Body = enc(res())
+	if a.Body == nil {
+		a.Body = []byte{}
+	}
+	return a, true
 }
 
 // Bound reports whether a write carrying the claim has committed.

@@ -102,6 +102,10 @@ func (s *Store) withClaims(ctx context.Context, write func() error) error {
 		k := idemKey{cl.Scope, cl.Key}
 		e := s.idem[k]
 		e.State = idempotency.Stored
+		if a, ok := cl.PreparedAnswer(); ok {
+			// Kept with the write, as the SQL stores do (queueAnswers).
+			e.State, e.Status, e.ContentType, e.Body = idempotency.Done, a.Status, a.ContentType, a.Body
+		}
 		s.idem[k] = e
 		cl.MarkBound()
 	}

@@ -173,6 +173,7 @@ func (c *claimConn) Tx(ctx context.Context, fn func(Querier) error) error {
 		}
 		b := &Batch{}
 		queueBinds(b, cs)
+		queueAnswers(b, cs)
 		return q.Batch(ctx, b)
 	})
 	return markBound(cs, err)
@@ -186,8 +187,31 @@ func (c *claimConn) Pipeline(ctx context.Context, first, second func(*Batch)) er
 	err := c.Conn.Pipeline(ctx, func(b *Batch) {
 		first(b)
 		queueBinds(b, cs)
-	}, second)
+	}, func(b *Batch) {
+		second(b)
+		queueAnswers(b, cs)
+	})
 	return markBound(cs, err)
+}
+
+// keepAnswer stores a prepared answer in the write's transaction, after
+// the binding (its row is locked and Stored by then).
+const keepAnswer = `UPDATE idempotency_keys SET state = $4, status = $5, content_type = $6, body = $7
+	WHERE scope = $1 AND key = $2 AND token = $3`
+
+// queueAnswers queues the answers of the claims whose requests prepared
+// them (idempotency.PrepareAnswer), so that the answer commits with the
+// write: a retry after a crash between the commit and the answer gets it
+// rather than 409. It runs after the write's statements are queued,
+// when the values the store assigns in place (ids, seqs) are set.
+func queueAnswers(b *Batch, cs []*idempotency.Claim) {
+	for _, cl := range cs {
+		a, ok := cl.PreparedAnswer()
+		if !ok {
+			continue
+		}
+		b.Exec(nil, keepAnswer, a.Scope, a.Key, a.Token, string(idempotency.Done), a.Status, a.ContentType, a.Body)
+	}
 }
 
 func queueBinds(b *Batch, cs []*idempotency.Claim) {

@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -196,6 +198,49 @@ var idempotencyTests = []test{
 		}
 		if len(got) != 2 {
 			t.Errorf("events stored: %d, want 2", len(got))
+		}
+	}},
+	{"IdempotencyPreparedAnswerKeptWithWrite", func(t *testing.T, ctx context.Context, s Store) {
+		// A request whose service prepared its answer (PrepareAnswer) has
+		// it kept in the write's own transaction, rendered after the store
+		// assigned its ids: a retry after a crash between the commit and
+		// Finish is given the answer, not told it was lost.
+		tn := mustCreateTenant(t, ctx, s, "IDEM000004")
+		enc := func(v any) (int, string, []byte) { return 200, "application/json", []byte(fmt.Sprint(v)) }
+		for _, tc := range []struct {
+			name  string
+			write func(ctx context.Context) (want string, err error)
+		}{
+			{"group commit", func(ctx context.Context) (string, error) {
+				ev := userEvent(t, tn.ID, 1, "10001", "u1", "gold")
+				idempotency.PrepareAnswer(ctx, func() any { return "id=" + ev.ID })
+				err := s.AppendEvents(ctx, []*events.Event{ev})
+				return "id=" + ev.ID, err
+			}},
+			{"transaction", func(ctx context.Context) (string, error) {
+				u := identity.User{ID: identity.NewObjectID(), TenantID: tn.ID, Name: "prepared", Roles: []string{}, CreatedAt: Epoch}
+				idempotency.PrepareAnswer(ctx, func() any { return "user=" + u.ID.String() })
+				return "user=" + u.ID.String(), s.CreateUser(ctx, u)
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				e := newIdem("sc", "prepared-"+tc.name, "fp")
+				mustReserve(t, ctx, s, e, Epoch)
+				cctx := idempotency.WithClaim(ctx, &idempotency.Claim{Scope: e.Scope, Key: e.Key, Token: e.Token})
+				idempotency.EncodeAnswer(cctx, enc)
+				want, err := tc.write(cctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.Contains(want, "=") || strings.HasSuffix(want, "=") {
+					t.Fatalf("the write assigned no id: %q", want)
+				}
+				// No Finish: the process died after the commit.
+				got := mustReserve(t, ctx, s, newIdem("sc", e.Key, "fp"), Epoch.Add(2*idempotency.Lease))
+				if got.Token != e.Token || got.State != idempotency.Done || got.Status != 200 || string(got.Body) != want {
+					t.Errorf("after the write: got %s %d %q (token %v), want done 200 %q", got.State, got.Status, got.Body, got.Token == e.Token, want)
+				}
+			})
 		}
 	}},
 	{"IdempotencyReleasePurge", func(t *testing.T, ctx context.Context, s Store) {

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -74,7 +75,14 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 		status = http.StatusInternalServerError
 	}
 	if status >= 500 {
-		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("method", r.Method),
+		// A client that hung up is not the server's failure: the answer
+		// goes nowhere, and logging it as an error would page an operator
+		// for every closed browser tab.
+		level := slog.LevelError
+		if errors.Is(r.Context().Err(), context.Canceled) {
+			level = slog.LevelInfo
+		}
+		s.log.LogAttrs(r.Context(), level, "request failed", slog.String("method", r.Method),
 			slog.String("path", r.URL.Path), slog.Any("err", err))
 	}
 	msg := messageOf(err, status)

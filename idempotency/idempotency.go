@@ -67,8 +67,12 @@ const (
 	// the key: a retry within it is told the first is still running (409);
 	// after it (the first request's process died) a retry takes the key
 	// over, and the first request, should it still try to write, is
-	// rolled back.
-	Lease = time.Minute
+	// rolled back. It is short because a client whose request's process
+	// was killed waits out the lease before its retry runs (bench/chaos:
+	// posters stalled for up to a minute after a kill with a minute's
+	// lease); the rollback keeps a slower first request from writing
+	// twice.
+	Lease = 10 * time.Second
 	// MaxKeyLength bounds a key, in bytes.
 	MaxKeyLength = 255
 )

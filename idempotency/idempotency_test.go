@@ -3,6 +3,7 @@ package idempotency_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -207,4 +208,47 @@ func TestKeeperRunPurges(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// finishOutage is a store whose first finish fails, as when the database
+// is out of reach just as a request answers 503; later ones go through.
+type finishOutage struct {
+	*memstore.Store
+	n     *atomic.Int32
+	calls chan []idempotency.Answer
+}
+
+func (f finishOutage) FinishIdempotencyKeys(ctx context.Context, as []idempotency.Answer) error {
+	defer func() { f.calls <- as }()
+	if f.n.Add(1) == 1 {
+		return fault.E(fault.Unavailable, "database unavailable")
+	}
+	return f.Store.FinishIdempotencyKeys(ctx, as)
+}
+
+// A release that fails because the database is away is tried again in
+// the background, so the key is free as soon as the database is back
+// instead of when its reservation lapses (10 s of 409 for the client's
+// retries).
+func TestFailedReleaseIsRetried(t *testing.T) {
+	ctx := context.Background()
+	clk := clocktest.New(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	st := finishOutage{memstore.New(), new(atomic.Int32), make(chan []idempotency.Answer, 2)}
+	k := &idempotency.Keeper{Store: st, Clock: clk}
+	_, _, cl, err := k.Begin(ctx, "sc", "k", []byte("fp"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Finish(ctx, cl, 503, "application/json", []byte(`{}`)); !fault.Is(fault.Unavailable, err) {
+		t.Fatalf("Finish = %v, want the outage", err)
+	}
+	<-st.calls
+	clk.WaitForTimers(1)
+	clk.Advance(time.Second)
+	if as := <-st.calls; len(as) != 1 || !as[0].Release {
+		t.Fatalf("retried finish = %+v, want the release", as)
+	}
+	if got, _, _, err := k.Begin(ctx, "sc", "k", []byte("fp")); err != nil || got != idempotency.Proceed {
+		t.Errorf("Begin after the release = %v, %v; want Proceed long before the lease lapses", got, err)
+	}
 }

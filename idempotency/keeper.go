@@ -155,7 +155,29 @@ func (k *Keeper) Finish(ctx context.Context, c *Claim, status int, contentType s
 		a = Answer{Scope: c.Scope, Key: c.Key, Token: c.Token, Release: true}
 	}
 	_, err := k.finishes.do(ctx, a)
+	if err != nil && a.Release {
+		// The database is out of reach (the request failed for that
+		// reason, most likely): keep trying in the background, so that the
+		// key is free as soon as the database is back rather than when its
+		// reservation lapses, while the client is retrying.
+		go k.releaseLater(a, k.Clock.Now().Add(Lease))
+	}
 	return err
+}
+
+// releaseRetry is the pause between attempts of a release that failed.
+const releaseRetry = 250 * time.Millisecond
+
+// releaseLater tries a's release again until it succeeds or until, at
+// deadline, the reservation lapses by itself.
+func (k *Keeper) releaseLater(a Answer, deadline time.Time) {
+	for k.Clock.Now().Before(deadline) {
+		t := k.Clock.NewTimer(releaseRetry)
+		<-t.C()
+		if _, err := k.finishes.do(context.Background(), a); err == nil {
+			return
+		}
+	}
 }
 
 // Purge deletes every key expired by now, in batches.

@@ -32,8 +32,49 @@ import (
 const resolveFor = 10 * time.Second
 
 // xactID is the statement that assigns the transaction its id and
-// returns it (xid8 as bigint, which holds every id a cluster will use).
-const xactID = `SELECT pg_current_xact_id()::text::bigint`
+// returns it (xid8 as bigint, which holds every id a cluster will use),
+// with the time the server started: a restart in between makes a
+// "committed" status ambiguous (see verdict).
+const xactID = `SELECT pg_current_xact_id()::text::bigint, pg_postmaster_start_time()`
+
+// xact is what a write transaction notes before COMMIT is sent.
+type xact struct {
+	id      int64
+	started time.Time // pg_postmaster_start_time() when the transaction began
+}
+
+func (x *xact) scan(row sqlstore.Row) error { return row.Scan(&x.id, &x.started) }
+
+// outcome is what a status read after a lost commit says.
+type outcome int
+
+const (
+	verdictAsk       outcome = iota // not known yet: ask again
+	verdictCommitted                // the transaction committed
+	verdictAborted                  // it did not, and never will
+	verdictUnknown                  // it cannot be learnt
+)
+
+// verdict reads pg_xact_status's answer for a transaction. After a crash
+// restart of the server (restarted: its start time is not the one the
+// transaction saw), "committed" cannot be trusted: an id whose WAL never
+// reached the disk is given again to a new transaction after recovery, and
+// its "committed" may be that one's (bench/chaos: a post answered 200
+// whose events were lost with an immediate restart). "aborted" stays true
+// (a durable commit keeps its id).
+func verdict(status *string, restarted bool) outcome {
+	switch {
+	case status == nil:
+		return verdictAsk
+	case *status == "committed" && restarted:
+		return verdictUnknown
+	case *status == "committed":
+		return verdictCommitted
+	case *status == "aborted":
+		return verdictAborted
+	}
+	return verdictAsk // in progress
+}
 
 // errUnknownOutcome is the fault when the outcome cannot be learnt.
 var errUnknownOutcome = "postgres: the database connection was lost during the commit and the outcome could not be learnt in time; try again"
@@ -58,8 +99,8 @@ func outcomeUnknown(err error) bool {
 // failed with err: nil when it committed, err when it was aborted or
 // refused, fault.Unavailable when it was aborted by the lost connection
 // or cannot be learnt within resolveFor.
-func (c *conn) resolve(ctx context.Context, xid int64, err error) error {
-	if !outcomeUnknown(err) || xid == 0 {
+func (c *conn) resolve(ctx context.Context, x xact, err error) error {
+	if !outcomeUnknown(err) || x.id == 0 {
 		return err
 	}
 	limit := c.resolveFor
@@ -70,14 +111,19 @@ func (c *conn) resolve(ctx context.Context, xid int64, err error) error {
 	defer cancel()
 	wait := 20 * time.Millisecond
 	for {
-		var status *string
-		qerr := c.pool.QueryRow(ctx, `SELECT pg_xact_status($1::text::xid8)`, strconv.FormatInt(xid, 10)).Scan(&status)
-		if qerr == nil && status != nil {
-			switch *status {
-			case "committed":
+		var (
+			status  *string
+			started time.Time
+		)
+		qerr := c.pool.QueryRow(ctx, `SELECT pg_xact_status($1::text::xid8), pg_postmaster_start_time()`, strconv.FormatInt(x.id, 10)).Scan(&status, &started)
+		if qerr == nil {
+			switch verdict(status, !started.Equal(x.started)) {
+			case verdictCommitted:
 				return nil
-			case "aborted":
+			case verdictAborted:
 				return fault.E(fault.Unavailable, "postgres: the database connection was lost before the commit took place; nothing was stored; try again", err)
+			case verdictUnknown:
+				return fault.E(fault.Unavailable, errUnknownOutcome, err)
 			}
 		}
 		// "in progress", NULL (too old to tell), or no answer: again.
@@ -110,9 +156,9 @@ func (c *conn) txOnce(ctx context.Context, fn func(pgxQuerier) error) error {
 	// A connection released inside a transaction is closed by the pool.
 	defer pc.Release()
 	conn := pc.Conn()
-	var xid int64
+	var x xact
 	b := &sqlstore.Batch{}
-	b.QueryRow(func(row sqlstore.Row) error { return row.Scan(&xid) }, xactID)
+	b.QueryRow(x.scan, xactID)
 	if err := sendBatch(ctx, conn, `BEGIN`, b, ""); err != nil {
 		return err
 	}
@@ -121,11 +167,11 @@ func (c *conn) txOnce(ctx context.Context, fn func(pgxQuerier) error) error {
 		return err
 	}
 	if hook := c.commitHook.Load(); hook != nil {
-		(*hook)(ctx, conn, xid)
+		(*hook)(ctx, conn, x.id)
 	}
 	tag, err := conn.Exec(ctx, `COMMIT`)
 	if err != nil {
-		return c.resolve(ctx, xid, err)
+		return c.resolve(ctx, x, err)
 	}
 	if tag.String() == "ROLLBACK" {
 		// COMMIT of a transaction a failed statement aborted.

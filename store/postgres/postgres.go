@@ -280,9 +280,9 @@ func (c *conn) pipelinedOnce(ctx context.Context, first, second func(*sqlstore.B
 	defer conn.Release()
 	// The transaction's id is read with the first batch, before COMMIT is
 	// sent, so a commit of unknown outcome can be resolved.
-	var xid int64
+	var x xact
 	b := &sqlstore.Batch{}
-	b.QueryRow(func(row sqlstore.Row) error { return row.Scan(&xid) }, xactID)
+	b.QueryRow(x.scan, xactID)
 	first(b)
 	if err := sendBatch(ctx, conn.Conn(), `BEGIN`, b, ""); err != nil {
 		return err
@@ -290,10 +290,10 @@ func (c *conn) pipelinedOnce(ctx context.Context, first, second func(*sqlstore.B
 	b = &sqlstore.Batch{}
 	second(b)
 	if hook := c.commitHook.Load(); hook != nil {
-		(*hook)(ctx, conn.Conn(), xid)
+		(*hook)(ctx, conn.Conn(), x.id)
 	}
 	if err := sendBatch(ctx, conn.Conn(), "", b, `COMMIT`); err != nil {
-		return c.resolve(ctx, xid, err)
+		return c.resolve(ctx, x, err)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/store/sqlstore"
 )
 
@@ -123,6 +124,14 @@ func (c *conn) resolve(ctx context.Context, x xact, err error) error {
 			case verdictAborted:
 				return fault.E(fault.Unavailable, "postgres: the database connection was lost before the commit took place; nothing was stored; try again", err)
 			case verdictUnknown:
+				// A write that carries an Idempotency-Key marked its key
+				// stored in the same transaction: the key's row tells.
+				if ok, kerr := c.claimStored(ctx, idempotency.Pending(ctx)); kerr == nil {
+					if ok {
+						return nil
+					}
+					return fault.E(fault.Unavailable, "postgres: the database restarted before the commit took place; nothing was stored; try again", err)
+				}
 				return fault.E(fault.Unavailable, errUnknownOutcome, err)
 			}
 		}
@@ -136,6 +145,26 @@ func (c *conn) resolve(ctx context.Context, x xact, err error) error {
 		}
 		wait = min(2*wait, time.Second)
 	}
+}
+
+// errNoClaim is claimStored's answer for a write without a claim.
+var errNoClaim = errors.New("postgres: the write carries no Idempotency-Key claim")
+
+// claimStored reports whether the transaction that bound cs (see
+// package idempotency and sqlstore's claimConn) committed: it marked the
+// first claim's key stored under its token, which a transaction that did
+// not commit leaves running.
+func (c *conn) claimStored(ctx context.Context, cs []*idempotency.Claim) (bool, error) {
+	if len(cs) == 0 {
+		return false, errNoClaim
+	}
+	cl := cs[0]
+	var state string
+	err := c.pool.QueryRow(ctx, `SELECT state FROM idempotency_keys WHERE scope = $1 AND key = $2 AND token = $3`, cl.Scope, cl.Key, cl.Token).Scan(&state)
+	if err != nil {
+		return false, err // gone (no row) or unreachable: unknown
+	}
+	return state != string(idempotency.Running), nil
 }
 
 // tx runs fn in a READ COMMITTED transaction on one connection, committing

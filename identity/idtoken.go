@@ -5,9 +5,7 @@ import (
 	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -53,17 +51,7 @@ func newRSASigningKey(s *seal.Sealer, now time.Time) (SigningKey, error) {
 	if err != nil {
 		return SigningKey{}, err
 	}
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return SigningKey{}, err
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
-	if err != nil {
-		return SigningKey{}, err
-	}
-	sum := sha256.Sum256(pub)
-	kid := hex.EncodeToString(sum[:8])
-	return SigningKey{ID: kid, Algorithm: AlgRS256, Private: s.Seal("jwt-key:"+kid, der), Public: pub, CreatedAt: now.UTC()}, nil
+	return sealSigningKey(s, priv, AlgRS256, now)
 }
 
 // EnsureRSA makes sure the key set has its RS256 key, creating and

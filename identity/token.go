@@ -2,6 +2,7 @@ package identity
 
 import (
 	"context"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -174,17 +175,24 @@ func newSigningKey(s *seal.Sealer, now time.Time) (SigningKey, error) {
 	if err != nil {
 		return SigningKey{}, err
 	}
+	return sealSigningKey(s, priv, SigningAlgorithm, now)
+}
+
+// sealSigningKey is priv as the store keeps it: PKCS #8 sealed under its
+// kid (the first 8 bytes of the SHA-256 of its public key), the public key
+// in PKIX.
+func sealSigningKey(s *seal.Sealer, priv crypto.Signer, alg string, now time.Time) (SigningKey, error) {
 	der, err := x509.MarshalPKCS8PrivateKey(priv)
 	if err != nil {
 		return SigningKey{}, err
 	}
-	pub, err := x509.MarshalPKIXPublicKey(&priv.PublicKey)
+	pub, err := x509.MarshalPKIXPublicKey(priv.Public())
 	if err != nil {
 		return SigningKey{}, err
 	}
 	sum := sha256.Sum256(pub)
 	kid := hex.EncodeToString(sum[:8])
-	return SigningKey{ID: kid, Algorithm: SigningAlgorithm, Private: s.Seal("jwt-key:"+kid, der), Public: pub, CreatedAt: now.UTC()}, nil
+	return SigningKey{ID: kid, Algorithm: alg, Private: s.Seal("jwt-key:"+kid, der), Public: pub, CreatedAt: now.UTC()}, nil
 }
 
 // Issuer returns the iss claim of issued tokens.

@@ -101,6 +101,14 @@ func (r Record) MarshalJSON() ([]byte, error) {
 // record: see canonicalRecordJSON. It includes Seq, so a record cannot be
 // renumbered without breaking its hash.
 func ChainHash(prev []byte, r Record) []byte {
+	_, h := ChainLink(prev, r)
+	return h
+}
+
+// ChainLink returns ChainHash(prev, r) and the canonical JSON it hashes,
+// which a store may keep as the record's stored form: it holds every
+// field but PrevHash and Hash (see DecodeCanonical).
+func ChainLink(prev []byte, r Record) (canonical, hash []byte) {
 	body, err := canonicalRecordJSON(r)
 	if err != nil {
 		// Meta holds only JSON-encodable values put there by this module.
@@ -109,7 +117,7 @@ func ChainHash(prev []byte, r Record) []byte {
 	h := sha256.New()
 	h.Write(prev)
 	h.Write(body)
-	return h.Sum(nil)
+	return body, h.Sum(nil)
 }
 
 type ctxKey int

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -9,7 +10,8 @@ import (
 // DecodeCanonical reads back a record from the canonical JSON ChainLink
 // returned (a store's stored form of it): every field but PrevHash and
 // Hash, which the store keeps beside it. Numbers in meta decode as
-// float64, as they do from any JSON the store keeps.
+// json.Number, as in UnmarshalJSON: they keep the digits that were hashed,
+// so ChainHash of the decoded record is the stored hash.
 func DecodeCanonical(b []byte) (Record, error) {
 	type plain Record
 	var aux struct {
@@ -17,7 +19,9 @@ func DecodeCanonical(b []byte) (Record, error) {
 		Time string `json:"time"`
 		plain
 	}
-	if err := json.Unmarshal(b, &aux); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(&aux); err != nil {
 		return Record{}, fmt.Errorf("audit: stored record: %w", err)
 	}
 	t, err := time.ParseInLocation(chainTimeFormat, aux.Time, time.UTC)

@@ -26,7 +26,10 @@ type LogStore interface {
 	// with several writers. The records passed in are updated in place.
 	AppendAuditRecords(ctx context.Context, recs []*Record) error
 	// ListAuditRecords returns up to limit records of a tenant with Seq >
-	// afterSeq, in Seq order.
+	// afterSeq, in Seq order. A store that keeps records as JSON returns
+	// numbers in Meta as json.Number (the digits that were hashed), one
+	// that keeps values returns them as appended; ScanAuditRecords
+	// likewise.
 	ListAuditRecords(ctx context.Context, tenantID string, afterSeq int64, limit int) ([]Record, error)
 
 	// EnsureServiceInstance returns the tenant's instance of source, creating

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
@@ -101,23 +102,27 @@ func (r Record) MarshalJSON() ([]byte, error) {
 // record: see canonicalRecordJSON. It includes Seq, so a record cannot be
 // renumbered without breaking its hash.
 func ChainHash(prev []byte, r Record) []byte {
-	_, h := ChainLink(prev, r)
+	_, h, err := ChainLink(prev, r)
+	if err != nil {
+		// Meta holds only JSON-encodable values put there by this module.
+		panic(err.Error())
+	}
 	return h
 }
 
 // ChainLink returns ChainHash(prev, r) and the canonical JSON it hashes,
 // which a store may keep as the record's stored form: it holds every
-// field but PrevHash and Hash (see DecodeCanonical).
-func ChainLink(prev []byte, r Record) (canonical, hash []byte) {
+// field but PrevHash and Hash (see DecodeCanonical). It fails when meta
+// holds a value encoding/json cannot encode.
+func ChainLink(prev []byte, r Record) (canonical, hash []byte, err error) {
 	body, err := canonicalRecordJSON(r)
 	if err != nil {
-		// Meta holds only JSON-encodable values put there by this module.
-		panic("audit: record not encodable: " + err.Error())
+		return nil, nil, fmt.Errorf("audit: record not encodable: %w", err)
 	}
 	h := sha256.New()
 	h.Write(prev)
 	h.Write(body)
-	return body, h.Sum(nil)
+	return body, h.Sum(nil), nil
 }
 
 type ctxKey int

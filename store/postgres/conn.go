@@ -111,6 +111,9 @@ func queue(pb *pgx.Batch, b *sqlstore.Batch) *pgx.Batch {
 // statement skips the rest, end included; a transaction left open is then
 // rolled back, so the connection goes back to the pool clean.
 func sendBatch(ctx context.Context, conn *pgx.Conn, begin string, b *sqlstore.Batch, end string) error {
+	if b.Err != nil {
+		return b.Err
+	}
 	pb := &pgx.Batch{}
 	if begin != "" {
 		pb.Queue(begin)

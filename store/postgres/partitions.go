@@ -13,9 +13,11 @@ import (
 )
 
 // The event log (events, with its event_users rows) is partitioned by
-// received_at (migration 0018): one partition per PartitionInterval, made
-// ahead of time, and retention detaches and drops whole partitions. The
-// partitions are listed in log_partitions; this file keeps them.
+// received_at (migration 0018), and the audit log (audit_batches) by
+// last_time (migration 0019): one partition per PartitionInterval, made
+// ahead of time. Event retention detaches and drops whole partitions; the
+// audit log has no retention, so its partitions stay. The partitions are
+// listed in log_partitions; this file keeps them.
 
 // Defaults of Options.PartitionInterval and Options.PartitionsAhead.
 const (
@@ -24,9 +26,12 @@ const (
 )
 
 // logTables are the partitioned tables, in the order partitions are
-// created (and dropped in reverse): a user row's partition exists whenever
-// its event's does.
-var logTables = []string{"events", "event_users"}
+// created: a user row's partition exists whenever its event's does.
+var logTables = []string{"events", "event_users", "audit_batches"}
+
+// expiringTables are the log tables whose old partitions event retention
+// drops, in the order they are dropped.
+var expiringTables = []string{"event_users", "events"}
 
 var _ events.Partitioner = (*Store)(nil)
 
@@ -138,7 +143,7 @@ func (s *Store) createPartitions(ctx context.Context, c *pgx.Conn, now time.Time
 			return err
 		}
 		if len(parts) == 0 {
-			return fmt.Errorf("postgres: %s has no partitions (migration 18 not applied?)", parent)
+			return fmt.Errorf("postgres: %s has no partitions (migrations 18 and 19 not applied?)", parent)
 		}
 		lower := *parts[len(parts)-1].upper
 		for lower.Before(until) {
@@ -178,13 +183,13 @@ func createPartition(ctx context.Context, c *pgx.Conn, parent string, lower, upp
 	})
 }
 
-// dropPartitions detaches and drops the partitions of every log table
-// that end at or before cutoff, oldest first, and returns the estimated
-// number of events they held. The newest partition is never dropped.
+// dropPartitions detaches and drops the partitions of the event log's
+// tables that end at or before cutoff, oldest first, and returns the
+// estimated number of events they held. The newest partition is never
+// dropped.
 func (s *Store) dropPartitions(ctx context.Context, c *pgx.Conn, cutoff time.Time) (int64, error) {
 	var events int64
-	for i := len(logTables) - 1; i >= 0; i-- {
-		parent := logTables[i]
+	for _, parent := range expiringTables {
 		parts, err := listPartitions(ctx, c, parent)
 		if err != nil {
 			return 0, err
@@ -238,7 +243,8 @@ func dropPartition(ctx context.Context, c *pgx.Conn, parent, name string) error 
 	})
 }
 
-// Partition is one partition of the event log, for operators and tests.
+// Partition is one partition of the event or audit log, for operators
+// and tests.
 type Partition struct {
 	Table, Name string
 	// Lower is the zero time for the first partition (MINVALUE).

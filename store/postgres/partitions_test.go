@@ -14,11 +14,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock/clocktest"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/events/filter"
+	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/store/postgres"
+	"github.com/latchkey/latchkey/store/sqlstore"
 	"github.com/latchkey/latchkey/store/storetest"
 )
 
@@ -73,7 +76,7 @@ func checkContiguous(t *testing.T, parts []postgres.Partition, until time.Time) 
 	for _, p := range parts {
 		by[p.Table] = append(by[p.Table], p)
 	}
-	for _, table := range []string{"events", "event_users"} {
+	for _, table := range []string{"events", "event_users", "audit_batches"} {
 		ps := by[table]
 		if len(ps) == 0 {
 			t.Fatalf("%s: no partitions", table)
@@ -196,9 +199,21 @@ func TestMigrationFromV14(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkContiguous(t, parts, now.Add(postgres.DefaultPartitionsAhead*time.Hour))
-	if parts[0].Name != "event_users_legacy" || !parts[0].Lower.IsZero() {
-		t.Errorf("first partition %+v, want event_users_legacy from MINVALUE", parts[0])
+	for _, table := range []string{"audit_batches", "event_users", "events"} {
+		if first := firstOf(parts, table); first.Name != table+"_legacy" || !first.Lower.IsZero() {
+			t.Errorf("first partition of %s: %+v, want %s_legacy from MINVALUE", table, first, table)
+		}
 	}
+}
+
+// firstOf is table's first partition in parts (sorted by table and range).
+func firstOf(parts []postgres.Partition, table string) postgres.Partition {
+	for _, p := range parts {
+		if p.Table == table {
+			return p
+		}
+	}
+	return postgres.Partition{}
 }
 
 // TestPartitionMaintenance drives MaintainPartitions with its own clock:
@@ -274,15 +289,24 @@ func TestPartitionMaintenance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The audit log has no retention: its partitions all stay.
+	eventParts := 0
 	for _, p := range parts {
+		if p.Table == "audit_batches" {
+			continue
+		}
+		eventParts++
 		if !p.Upper.After(h0.Add(2 * time.Hour)) {
 			t.Errorf("partition %s ending %v outlived the cutoff", p.Name, p.Upper)
 		}
 	}
+	if first := firstOf(parts, "audit_batches"); first.Name != "audit_batches_legacy" {
+		t.Errorf("first audit partition after event retention: %+v, want the legacy one kept", first)
+	}
 	checkContiguous(t, parts, h0.Add(5*time.Hour))
 	var tables int
-	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'event%\_p%'`, schema).Scan(&tables); err != nil || tables != len(parts) {
-		t.Errorf("partition tables: %d, want %d listed (%v)", tables, len(parts), err)
+	if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'event%\_p%'`, schema).Scan(&tables); err != nil || tables != eventParts {
+		t.Errorf("partition tables: %d, want %d listed (%v)", tables, eventParts, err)
 	}
 	ev := event(t, "t1", "10001", "alice", h0.Add(3*time.Hour))
 	if err := s.AppendEvents(ctx, []*events.Event{ev}); err != nil || ev.Seq != 5 {
@@ -444,5 +468,78 @@ func TestQueriesPruneToRecentPartitions(t *testing.T) {
 		}
 	}); !cmp.Equal(want, seqs(page)) {
 		t.Errorf("notifications since day: %v, want %v", seqs(page), want)
+	}
+}
+
+// TestAuditScanPrunesOlderPartitions appends a tenant's audit records into
+// partitions days apart: an export from day reads only day's records, an
+// export of all time reads the whole chain across partitions, and the
+// export's window query (after the first window, bounded by the last
+// record's time) never runs the older partitions' scans.
+func TestAuditScanPrunesOlderPartitions(t *testing.T) {
+	schema := freshSchema(t)
+	s := openWith(t, schema, postgres.Options{PartitionInterval: 24 * time.Hour})
+	ctx := t.Context()
+	c := connect(t, schema)
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var day time.Time // the last audit partition's start
+	for _, p := range parts {
+		if p.Table == "audit_batches" {
+			day = p.Lower
+		}
+	}
+	tenant := identity.NewGUID()
+	appendAt := func(at time.Time, n int) {
+		t.Helper()
+		recs := make([]*audit.Record, n)
+		for i := range recs {
+			recs[i] = storetest.NewRecord(tenant, i)
+			recs[i].Time = at.Add(time.Duration(i) * time.Second)
+		}
+		if err := s.AppendAuditRecords(ctx, recs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendAt(day.Add(-72*time.Hour), 30) // the legacy partition
+	appendAt(day.Add(time.Hour), 20)
+	appendAt(day.Add(2*time.Hour), 10)
+
+	scan := func(from time.Time) []audit.Record {
+		t.Helper()
+		var out []audit.Record
+		for r, err := range s.ScanAuditRecords(ctx, tenant, audit.ExportRequest{From: from, To: day.Add(24 * time.Hour)}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	all := scan(day.Add(-96 * time.Hour))
+	if len(all) != 60 {
+		t.Fatalf("export of all time: %d records, want 60", len(all))
+	}
+	storetest.CheckChain(t, all)
+	if recent := scan(day); len(recent) != 30 || recent[0].Seq != 31 {
+		t.Errorf("export from day: %d records from seq %d, want 30 from 31", len(recent), recent[0].Seq)
+	}
+
+	if _, err := c.Exec(ctx, `ANALYZE audit_batches; SET enable_seqscan = off; SET enable_bitmapscan = off`); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := c.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) `+sqlstore.AuditWindowQuery, tenant, 50, 60, all[49].Time)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := strings.Join(lines, "\n")
+	if strings.Contains(plan, "audit_batches_legacy") {
+		t.Errorf("a window after day's first records plans a scan of the legacy partition:\n%s", plan)
 	}
 }

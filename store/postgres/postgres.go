@@ -289,6 +289,9 @@ func (c *conn) pipelinedOnce(ctx context.Context, first, second func(*sqlstore.B
 	}
 	b = &sqlstore.Batch{}
 	second(b)
+	if b.Err != nil {
+		return b.Err // nothing was sent: the transaction is rolled back as the connection is released
+	}
 	if hook := c.commitHook.Load(); hook != nil {
 		(*hook)(ctx, conn.Conn(), x.id)
 	}

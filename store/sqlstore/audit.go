@@ -1,8 +1,10 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/sha256"
+	"fmt"
 	"slices"
 	"time"
 
@@ -23,10 +25,10 @@ const lockHead = `INSERT INTO audit_heads (tenant_id, seq) VALUES ($1, 0)
 	RETURNING seq, hash, time`
 
 const (
-	insertRecord = `INSERT INTO audit_records (tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+	insertBatch = `INSERT INTO audit_batches (tenant_id, first_seq, last_seq, first_time, last_time, prev_hash, hashes, records)
+	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	advanceHead = `UPDATE audit_heads SET seq = $2, hash = $3, time = $4 WHERE tenant_id = $1`
-	recordCols  = `tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash`
+	batchCols   = `first_seq, prev_hash, hashes, records`
 )
 
 // AppendAuditRecords implements audit.LogStore (see "Audit chain" in the
@@ -39,10 +41,7 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 	if len(recs) == 0 {
 		return nil
 	}
-	a, err := newAuditAppend(recs)
-	if err != nil {
-		return err
-	}
+	a := newAuditAppend(recs)
 	return s.c.Pipeline(ctx, a.lock, a.write)
 }
 
@@ -59,31 +58,18 @@ type auditHead struct {
 // put them in their own transaction.
 type auditAppend struct {
 	recs    []*audit.Record
-	metas   []string // each record's meta as stored
 	tenants []string // sorted, distinct
 	heads   map[string]auditHead
 }
 
-func newAuditAppend(recs []*audit.Record) (*auditAppend, error) {
-	a := &auditAppend{recs: recs, metas: make([]string, len(recs))}
-	for i, r := range recs {
-		b, err := json.Marshal(r.Meta)
-		if err != nil {
-			return nil, fault.E(fault.Internal, err)
-		}
-		a.metas[i] = string(b)
-	}
-	for i, r := range recs {
-		// Hash what a reader will see: meta as it decodes from storage.
-		r.Meta = nil
-		if err := json.Unmarshal([]byte(a.metas[i]), &r.Meta); err != nil {
-			return nil, fault.E(fault.Internal, err)
-		}
+func newAuditAppend(recs []*audit.Record) *auditAppend {
+	a := &auditAppend{recs: recs, tenants: make([]string, 0, 1)}
+	for _, r := range recs {
 		a.tenants = append(a.tenants, r.TenantID)
 	}
 	slices.Sort(a.tenants)
 	a.tenants = slices.Compact(a.tenants)
-	return a, nil
+	return a
 }
 
 // lock queues the locks of the heads, in tenant id order; their results
@@ -102,42 +88,117 @@ func (a *auditAppend) lock(b *Batch) {
 	}
 }
 
-// write chains the records from the locked heads and queues their inserts
-// and the heads' advance.
+// auditBatch is one audit_batches row: the records one commit appended to
+// one tenant's chain, consecutive seqs, stored as the canonical JSON their
+// hashes were computed over (audit.ChainLink), one per line, with their
+// hashes side by side. A commit writes one row per tenant instead of one
+// per record: a record then costs its share of one insert rather than an
+// insert into three B-trees, which is most of what an audited request
+// spends in the store (docs/performance.md, P1).
+type auditBatch struct {
+	firstSeq, lastSeq   int64
+	firstTime, lastTime time.Time
+	prevHash            []byte
+	hashes              []byte // sha256.Size bytes per record, in seq order
+	records             []byte // canonical JSON per record, each ended by '\n'
+}
+
+// write chains the records from the locked heads and queues one row per
+// tenant and the heads' advance.
 func (a *auditAppend) write(b *Batch) {
-	for i, r := range a.recs {
+	rows := make(map[string]*auditBatch, len(a.tenants))
+	for _, r := range a.recs {
 		h := a.heads[r.TenantID]
 		r.Seq, r.PrevHash = h.seq+1, h.hash
 		if h.time != nil && r.Time.Before(*h.time) {
 			r.Time = *h.time
 		}
-		r.Hash = audit.ChainHash(r.PrevHash, *r)
+		canonical, hash, err := audit.ChainLink(r.PrevHash, *r)
+		if err != nil {
+			b.Fail(fault.E(fault.Internal, err))
+			return
+		}
+		r.Hash = hash
 		t := r.Time
-		a.heads[r.TenantID] = auditHead{r.Seq, r.Hash, &t}
-		b.Exec(nil, insertRecord, r.TenantID, r.Seq, r.Time, r.TraceID, r.Source, r.ResourceID, r.ActorID, r.Action, r.Status, a.metas[i], r.PrevHash, r.Hash)
+		a.heads[r.TenantID] = auditHead{r.Seq, hash, &t}
+		row := rows[r.TenantID]
+		if row == nil {
+			row = &auditBatch{firstSeq: r.Seq, firstTime: r.Time, prevHash: r.PrevHash}
+			rows[r.TenantID] = row
+		}
+		row.lastSeq, row.lastTime = r.Seq, r.Time
+		row.hashes = append(row.hashes, hash...)
+		row.records = append(append(row.records, canonical...), '\n')
 	}
 	for _, id := range a.tenants {
-		h := a.heads[id]
+		row, h := rows[id], a.heads[id]
+		if row == nil {
+			continue // locked, but no record of it was chosen
+		}
+		b.Exec(nil, insertBatch, id, row.firstSeq, row.lastSeq, row.firstTime, row.lastTime, row.prevHash, row.hashes, row.records)
 		b.Exec(nil, advanceHead, id, h.seq, h.hash, h.time)
 	}
 }
 
-// ListAuditRecords implements audit.LogStore.
-func (s *Store) ListAuditRecords(ctx context.Context, tenantID string, afterSeq int64, limit int) ([]audit.Record, error) {
-	return list(ctx, s, s.c.Read(), scanRecord, `SELECT `+recordCols+` FROM audit_records WHERE tenant_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-		tenantID, afterSeq, limit)
+// scanAuditBatch reads one row of batchCols and appends its records with
+// seq > after to out.
+func scanAuditBatch(out []audit.Record, row Row, after int64) ([]audit.Record, error) {
+	var (
+		first                   int64
+		prev, hashes, canonical []byte
+	)
+	if err := row.Scan(&first, &prev, &hashes, &canonical); err != nil {
+		return out, err
+	}
+	for seq := first; len(canonical) > 0; seq++ {
+		line, rest, _ := bytes.Cut(canonical, []byte{'\n'})
+		canonical = rest
+		i := int(seq - first)
+		if len(hashes) < (i+1)*sha256.Size {
+			return out, fault.E(fault.Internal, "audit batch: fewer hashes than records")
+		}
+		hash := hashes[i*sha256.Size : (i+1)*sha256.Size : (i+1)*sha256.Size]
+		if seq > after {
+			r, err := audit.DecodeCanonical(line)
+			if err != nil {
+				return out, fault.E(fault.Internal, err)
+			}
+			if r.Seq != seq {
+				return out, fault.E(fault.Internal, fmt.Sprintf("audit batch: record %d stored at seq %d", r.Seq, seq))
+			}
+			r.PrevHash, r.Hash = prev, hash
+			out = append(out, r)
+		}
+		prev = hash
+	}
+	return out, nil
 }
 
-// scanRecord reads one audit_records row of recordCols.
-func scanRecord(row Row) (audit.Record, error) {
-	var (
-		r    audit.Record
-		meta []byte
-	)
-	if err := row.Scan(&r.TenantID, &r.Seq, &r.Time, &r.TraceID, &r.Source, &r.ResourceID, &r.ActorID, &r.Action, &r.Status, &meta, &r.PrevHash, &r.Hash); err != nil {
-		return audit.Record{}, err
+// readAuditBatches runs query (selecting batchCols) and appends the
+// records with seq > after of every row to out.
+func (s *Store) readAuditBatches(ctx context.Context, out []audit.Record, after int64, query string, args ...any) ([]audit.Record, error) {
+	rows, err := s.c.Read().Query(ctx, query, args...)
+	if err != nil {
+		return out, s.c.MapErr(err)
 	}
-	return r, unmarshal(meta, &r.Meta)
+	defer rows.Close()
+	for rows.Next() {
+		if out, err = scanAuditBatch(out, rows, after); err != nil {
+			return out, s.c.MapErr(err)
+		}
+	}
+	return out, s.c.MapErr(rows.Err())
+}
+
+// ListAuditRecords implements audit.LogStore. Every batch with a record
+// after afterSeq holds at least one, so limit batches hold enough.
+func (s *Store) ListAuditRecords(ctx context.Context, tenantID string, afterSeq int64, limit int) ([]audit.Record, error) {
+	out, err := s.readAuditBatches(ctx, nil, afterSeq, `SELECT `+batchCols+` FROM audit_batches
+		WHERE tenant_id = $1 AND last_seq > $2 ORDER BY last_seq LIMIT $3`, tenantID, afterSeq, limit)
+	if err != nil {
+		return nil, err
+	}
+	return out[:min(len(out), limit)], nil
 }
 
 const instanceCols = `id, tenant_id, name, service_type, source, created_at`

@@ -119,8 +119,8 @@ var _ authenticator.AuditedBatchStore = (*Store)(nil)
 // one pipelined transaction: the inserts and the locks of the audit heads
 // first, then the records chosen by each insert's outcome.
 func (s *Store) CreateAuthenticatorsAudited(ctx context.Context, as []authenticator.Authenticator, ok, conflict []*audit.Record) ([]error, error) {
-	// Every candidate record is prepared (meta encoded, tenants known) once;
-	// each attempt picks among them by outcome.
+	// Every candidate record's tenant is locked; the records written are
+	// picked among them by each insert's outcome.
 	var all []*audit.Record
 	okAt, conflictAt := make([]int, len(as)), make([]int, len(as))
 	for i := range as {
@@ -134,12 +134,9 @@ func (s *Store) CreateAuthenticatorsAudited(ctx context.Context, as []authentica
 			all = append(all, conflict[i])
 		}
 	}
-	full, err := newAuditAppend(all)
-	if err != nil {
-		return nil, err
-	}
+	full := newAuditAppend(all)
 	var errs []error
-	err = s.c.Pipeline(ctx, func(b *Batch) {
+	err := s.c.Pipeline(ctx, func(b *Batch) {
 		errs = make([]error, len(as))
 		for i, a := range as {
 			b.Exec(func(n int64) error {
@@ -159,7 +156,6 @@ func (s *Store) CreateAuthenticatorsAudited(ctx context.Context, as []authentica
 			}
 			if at >= 0 {
 				chosen.recs = append(chosen.recs, full.recs[at])
-				chosen.metas = append(chosen.metas, full.metas[at])
 			}
 		}
 		chosen.write(b)

@@ -39,9 +39,11 @@
 //     time). An append locks the heads of its tenants with INSERT ... ON
 //     CONFLICT DO UPDATE ... RETURNING, in tenant id order (no deadlock),
 //     chains the records (seq = head+1, PrevHash = head hash, times never
-//     before the head's), inserts them and advances the heads in one
-//     transaction (Conn.Pipeline). Meta is normalised by a JSON round trip
-//     before hashing, so the hash matches what a reader gets back.
+//     before the head's), stores them as one audit_batches row per tenant
+//     (the canonical JSON each hash was computed over, and the hashes) and
+//     advances the heads in one transaction (Conn.Pipeline). A reader
+//     decodes the hashed bytes, so what it gets back hashes to the stored
+//     hash.
 //   - Events: event_heads numbers each tenant's log the same way, so seqs
 //     are gapless and a reader that sees a head sees every event up to it;
 //     AppendEventsAudited puts events and their records in one commit.

@@ -62,10 +62,7 @@ func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, re
 		return nil
 	}
 	ea := newEventAppend(evs, &s.d)
-	aa, err := newAuditAppend(recs)
-	if err != nil {
-		return err
-	}
+	aa := newAuditAppend(recs)
 	return s.c.Pipeline(ctx, func(b *Batch) {
 		ea.lock(b)
 		aa.lock(b)

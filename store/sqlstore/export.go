@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"iter"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
@@ -132,60 +131,69 @@ func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string) er
 	return s.affected(n, err, "export job")
 }
 
+// AuditWindowQuery is the statement ScanAuditRecords reads each window
+// with: a tenant's batches ending after seq $2 and up to seq $3, none of
+// which ends before time $4. Exported for the PostgreSQL store's plan
+// tests.
+const AuditWindowQuery = `SELECT ` + batchCols + ` FROM audit_batches
+	WHERE tenant_id = $1 AND last_seq > $2 AND last_seq <= $3 AND last_time >= $4 ORDER BY last_seq`
+
 // ScanAuditRecords implements audit.ExportStore, in windows of seqs.
 //
-// It first bounds the scan to the seqs whose time is in the range, which
-// also leaves out records appended later. Then it reads the records of
-// each window of ScanChunk seqs, filters in SQL, one short statement each:
-// a slow consumer holds no connection, snapshot or lock between windows,
-// and records are never updated, so the windows agree. A window is a range
-// of the primary key, so a statement reads at most ScanChunk rows whatever
-// plan the database picks (PostgreSQL's plan for a table without
-// statistics yet sorted the whole rest of the log for every page of a
-// "seq > last LIMIT n" scan); its time condition is Dialect.Unindexed, so
-// that no plan walks the time index instead.
+// It reads the head first, which leaves out records appended later, and
+// starts at the last batch that begins before req.From (the one batch that
+// can hold records on both sides of it; times never decrease along seqs).
+// Then it reads the batches of each window of about ScanChunk seqs, one
+// short statement each, and filters in Go: a slow consumer holds no
+// connection, snapshot or lock between windows, and batches are never
+// updated, so the windows agree. A window is a range of (tenant_id,
+// last_seq), the key, so a statement reads a bounded number of rows
+// whatever plan the database picks; its last_time bound (every later batch
+// ends at or after the last record read) is not indexed, so no plan walks
+// by time instead, and on PostgreSQL it prunes the partitions before it.
+// The scan stops at the first record after req.To.
 func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit.ExportRequest) iter.Seq2[audit.Record, error] {
 	return func(yield func(audit.Record, error) bool) {
-		var lo, hi *int64
-		err := s.c.Read().QueryRow(ctx, `SELECT min(seq), max(seq) FROM audit_records WHERE tenant_id = $1 AND time BETWEEN $2 AND $3`,
-			tenantID, req.From, req.To).Scan(&lo, &hi)
-		if err != nil || lo == nil {
-			if err != nil {
-				yield(audit.Record{}, s.c.MapErr(err))
-			}
+		var head, straddle *int64
+		err := s.c.Read().QueryRow(ctx, `SELECT
+			(SELECT seq FROM audit_heads WHERE tenant_id = $1),
+			(SELECT first_seq FROM audit_batches WHERE tenant_id = $1 AND first_time < $2 ORDER BY first_time DESC, first_seq DESC LIMIT 1)`,
+			tenantID, req.From).Scan(&head, &straddle)
+		if err != nil {
+			yield(audit.Record{}, s.c.MapErr(err))
 			return
 		}
-		var b strings.Builder
-		b.WriteString(`SELECT ` + recordCols + ` FROM audit_records WHERE tenant_id = $1 AND seq > $2 AND seq <= $3 AND ` +
-			s.d.Unindexed("time") + ` BETWEEN $4 AND $5`)
-		args := []any{tenantID, nil, nil, req.From, req.To}
-		for _, f := range []struct{ col, v string }{
-			{"actor_id", req.ActorID}, {"resource_id", req.ResourceID}, {"source", req.Source},
-			{"action", req.Action}, {"status", req.Status},
-		} {
-			if f.v != "" {
-				args = append(args, f.v)
-				b.WriteString(" AND " + f.col + " = $" + strconv.Itoa(len(args)))
-			}
+		if head == nil {
+			return
 		}
-		b.WriteString(" ORDER BY seq")
-		query := b.String()
-		window := make([]audit.Record, 0, ScanChunk)
-		for after := *lo - 1; after < *hi; after += ScanChunk {
-			args[1], args[2] = after, min(after+ScanChunk, *hi)
-			rows, err := s.c.Read().Query(ctx, query, args...)
-			if err == nil {
-				window, err = appendRows(window[:0], rows, scanRecord)
+		after, floor := int64(0), req.From
+		if straddle != nil {
+			after = *straddle - 1
+		}
+		recs := make([]audit.Record, 0, ScanChunk)
+		for after < *head {
+			recs, err = s.readAuditBatches(ctx, recs[:0], after, AuditWindowQuery, tenantID, after, min(after+ScanChunk, *head), floor)
+			if err == nil && len(recs) == 0 {
+				// The next batch alone holds more than ScanChunk records.
+				recs, err = s.readAuditBatches(ctx, recs, after, AuditWindowQuery+` LIMIT 1`, tenantID, after, *head, floor)
 			}
 			if err != nil {
-				yield(audit.Record{}, s.c.MapErr(err))
+				yield(audit.Record{}, err)
 				return
 			}
-			for _, r := range window {
-				if !yield(r, nil) {
+			if len(recs) == 0 {
+				return // the head's batch ends before req.From
+			}
+			for _, r := range recs {
+				if r.Time.After(req.To) {
+					return
+				}
+				if req.Matches(r) && !yield(r, nil) {
 					return
 				}
 			}
+			last := recs[len(recs)-1]
+			after, floor = last.Seq, last.Time
 		}
 	}
 }

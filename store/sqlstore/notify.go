@@ -179,10 +179,7 @@ func (s *Store) retrieveNotifications(ctx context.Context, tenantID, id, clientI
 		var a *auditAppend
 		if rec != nil {
 			setRetrievalMeta(rec, page, len(out), ack, lapsed > 0)
-			var err error
-			if a, err = newAuditAppend([]*audit.Record{rec}); err != nil {
-				return err
-			}
+			a = newAuditAppend([]*audit.Record{rec})
 			a.lock(b)
 		}
 		if err := q.Batch(ctx, b); err != nil {

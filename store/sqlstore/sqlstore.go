@@ -160,6 +160,18 @@ func (s *Store) Ready(ctx context.Context) error {
 // its result to a function, which runs before the next statement's.
 type Batch struct {
 	Items []BatchItem
+	// Err, set by Fail, fails the batch before any statement of it runs,
+	// and with it the transaction it belongs to.
+	Err error
+}
+
+// Fail records that the statements cannot be built (a value that cannot
+// be encoded): the batch then fails with err instead of running, so a
+// transaction is never committed without them.
+func (b *Batch) Fail(err error) {
+	if b.Err == nil {
+		b.Err = err
+	}
 }
 
 // BatchItem is one statement of a Batch; at most one of Exec, Row and
@@ -190,6 +202,9 @@ func (b *Batch) Query(fn func(Rows) error, query string, args ...any) {
 // RunBatch runs b's statements one after another on q: Querier.Batch for
 // a database that cannot send them together.
 func RunBatch(ctx context.Context, q Querier, b *Batch) error {
+	if b.Err != nil {
+		return b.Err
+	}
 	for _, it := range b.Items {
 		switch {
 		case it.Row != nil:

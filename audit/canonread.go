@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -12,23 +13,144 @@ import (
 // Hash, which the store keeps beside it. Numbers in meta decode as
 // json.Number, as in UnmarshalJSON: they keep the digits that were hashed,
 // so ChainHash of the decoded record is the stored hash.
+//
+// Exports decode every record they write, so the fields before meta are
+// read by a scanner of the canonical layout (keys in ChainLink's order,
+// strings without escapes); any other valid JSON of a record, such as the
+// rows migrated from older schemas, takes encoding/json's way.
 func DecodeCanonical(b []byte) (Record, error) {
-	type plain Record
-	var aux struct {
-		Seq  int64  `json:"seq"`
-		Time string `json:"time"`
-		plain
+	r, meta, ok := scanCanonical(b)
+	if !ok {
+		var err error
+		if r, meta, err = unmarshalCanonical(b); err != nil {
+			return Record{}, fmt.Errorf("audit: stored record: %w", err)
+		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	if err := dec.Decode(&aux); err != nil {
-		return Record{}, fmt.Errorf("audit: stored record: %w", err)
-	}
-	t, err := time.ParseInLocation(chainTimeFormat, aux.Time, time.UTC)
+	t, err := time.ParseInLocation(chainTimeFormat, string(meta.time), time.UTC)
 	if err != nil {
 		return Record{}, fmt.Errorf("audit: stored record time: %w", err)
 	}
-	r := Record(aux.plain)
-	r.Seq, r.Time = aux.Seq, t
+	r.Time = t
+	if err := decodeMeta(meta.raw, &r.Meta); err != nil {
+		return Record{}, fmt.Errorf("audit: stored record meta: %w", err)
+	}
 	return r, nil
+}
+
+// canonicalRest is what DecodeCanonical's two readers leave undecoded.
+type canonicalRest struct {
+	time []byte
+	raw  json.RawMessage // meta
+}
+
+// unmarshalCanonical reads any JSON object with a record's canonical keys.
+func unmarshalCanonical(b []byte) (Record, canonicalRest, error) {
+	var aux struct {
+		Seq        int64           `json:"seq"`
+		Time       string          `json:"time"`
+		TenantID   string          `json:"tenantID"`
+		TraceID    string          `json:"traceID"`
+		Source     string          `json:"source"`
+		ResourceID string          `json:"resourceid"`
+		ActorID    string          `json:"actorid"`
+		Action     string          `json:"action"`
+		Status     string          `json:"status"`
+		Meta       json.RawMessage `json:"meta"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return Record{}, canonicalRest{}, err
+	}
+	return Record{Seq: aux.Seq, TenantID: aux.TenantID, TraceID: aux.TraceID, Source: aux.Source,
+		ResourceID: aux.ResourceID, ActorID: aux.ActorID, Action: aux.Action, Status: aux.Status}, canonicalRest{[]byte(aux.Time), aux.Meta}, nil
+}
+
+// scanCanonical reads b as ChainLink lays it out, with no escape in the
+// strings before meta; ok is false for anything else. Meta is left raw
+// (the rest of the object) for decodeMeta, which checks it is one value.
+func scanCanonical(b []byte) (r Record, rest canonicalRest, ok bool) {
+	s := canonScanner{b: b}
+	if !s.lit(`{"seq":`) {
+		return r, rest, false
+	}
+	end := bytes.IndexByte(s.b, ',')
+	if end < 0 {
+		return r, rest, false
+	}
+	seq, err := strconv.ParseInt(string(s.b[:end]), 10, 64)
+	if err != nil {
+		return r, rest, false
+	}
+	r.Seq, s.b = seq, s.b[end:]
+	rest.time = s.str(`,"time":`)
+	for _, f := range []struct {
+		key string
+		v   *string
+	}{
+		{`,"tenantID":`, &r.TenantID}, {`,"traceID":`, &r.TraceID}, {`,"source":`, &r.Source},
+		{`,"resourceid":`, &r.ResourceID}, {`,"actorid":`, &r.ActorID}, {`,"action":`, &r.Action}, {`,"status":`, &r.Status},
+	} {
+		*f.v = string(s.str(f.key))
+	}
+	if !s.lit(`,"meta":`) || len(s.b) < 2 || s.b[len(s.b)-1] != '}' {
+		return r, rest, false
+	}
+	rest.raw = s.b[:len(s.b)-1]
+	return r, rest, !s.failed
+}
+
+// canonScanner consumes a canonical record from the front; after a
+// mismatch every call fails.
+type canonScanner struct {
+	b      []byte
+	failed bool
+}
+
+// lit consumes the literal l.
+func (s *canonScanner) lit(l string) bool {
+	if s.failed || !bytes.HasPrefix(s.b, []byte(l)) {
+		s.failed = true
+		return false
+	}
+	s.b = s.b[len(l):]
+	return true
+}
+
+// str consumes key and a JSON string with no escape and no control
+// character, and returns its contents.
+func (s *canonScanner) str(key string) []byte {
+	if !s.lit(key) || len(s.b) == 0 || s.b[0] != '"' {
+		s.failed = true
+		return nil
+	}
+	for i := 1; i < len(s.b); i++ {
+		switch c := s.b[i]; {
+		case c == '"':
+			v := s.b[1:i]
+			s.b = s.b[i+1:]
+			return v
+		case c == '\\' || c < 0x20:
+			s.failed = true
+			return nil
+		}
+	}
+	s.failed = true
+	return nil
+}
+
+// decodeMeta decodes meta with numbers as json.Number. Only meta goes
+// through a json.Decoder (which UseNumber needs): one over the whole
+// record cost half as much again as this.
+func decodeMeta(raw json.RawMessage, meta *map[string]any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(meta); err != nil {
+		return err
+	}
+	if dec.InputOffset() != int64(len(bytes.TrimRight(raw, " \t\r\n"))) {
+		return fmt.Errorf("data after meta")
+	}
+	return nil
 }

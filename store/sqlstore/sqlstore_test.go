@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/latchkey/latchkey/audit"
@@ -21,6 +22,7 @@ import (
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/store/postgres"
 	"github.com/latchkey/latchkey/store/sqlite"
+	"github.com/latchkey/latchkey/store/sqlstore"
 	"github.com/latchkey/latchkey/store/storetest"
 )
 
@@ -202,6 +204,69 @@ func TestAppendEventsAuditedIsAtomic(t *testing.T) {
 			t.Errorf("%d audit records, want 3", len(recs))
 		} else {
 			storetest.CheckChain(t, recs)
+		}
+	})
+}
+
+// TestScanAuditRecordsAcrossBatches exports a log whose batch rows do not
+// line up with the scan's windows: a commit of more records than a window
+// holds, then commits of one. Every record comes once, in order, and an
+// export from a time inside the big batch starts at the first record of
+// that time.
+func TestScanAuditRecordsAcrossBatches(t *testing.T) {
+	forEach(t, func(t *testing.T, db database) {
+		s, _ := db.open(t, nil)
+		ctx := t.Context()
+		tenant := identity.NewGUID()
+		at := func(i int) time.Time { return storetest.Epoch.Add(time.Duration(i) * time.Millisecond) }
+		big := make([]*audit.Record, sqlstore.ScanChunk+200)
+		for i := range big {
+			big[i] = storetest.NewRecord(tenant, i)
+			big[i].Time = at(i)
+		}
+		if err := s.AppendAuditRecords(ctx, big); err != nil {
+			t.Fatal(err)
+		}
+		for i := len(big); i < len(big)+5; i++ {
+			r := storetest.NewRecord(tenant, i)
+			r.Time = at(i)
+			if err := s.AppendAuditRecords(ctx, []*audit.Record{r}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		scan := func(from, to time.Time) []int64 {
+			t.Helper()
+			var seqs []int64
+			for r, err := range s.ScanAuditRecords(ctx, tenant, audit.ExportRequest{From: from, To: to}) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				seqs = append(seqs, r.Seq)
+			}
+			return seqs
+		}
+		want := func(first, last int64) []int64 {
+			var out []int64
+			for seq := first; seq <= last; seq++ {
+				out = append(out, seq)
+			}
+			return out
+		}
+		n := int64(len(big) + 5)
+		for _, c := range []struct {
+			name        string
+			from, to    time.Time
+			first, last int64
+		}{
+			{"all", at(-1), at(int(n)), 1, n},
+			{"from inside the big batch", at(1100), at(int(n)), 1101, n},
+			{"within the big batch", at(10), at(20), 11, 21},
+			{"the small batches", at(len(big) + 1), at(len(big) + 3), int64(len(big) + 2), int64(len(big) + 4)},
+			{"after the last record", at(int(n) + 1), at(int(n) + 5), 1, 0},
+		} {
+			if d := cmp.Diff(want(c.first, c.last), scan(c.from, c.to)); d != "" {
+				t.Errorf("%s: seqs (-want +got):\n%s", c.name, d)
+			}
 		}
 	})
 }

@@ -53,7 +53,7 @@ if [ "$status" -eq 0 ]; then
 	# The partitioned event and audit logs (migrations 0018 and 0019):
 	# their maintenance, the migration from schema 14 and from the v11
 	# fixture, and pruning.
-	for t in TestMigrationFromV14 TestPartitionMaintenance TestDeleteExpiredDropsPartitions TestQueriesPruneToRecentPartitions TestAuditScanPrunesOlderPartitions TestUpgradeFromV11/postgres; do
+	for t in TestMigrationFromV14 TestPartitionMaintenance TestDeleteExpiredDropsPartitions TestQueriesPruneToRecentPartitions TestAuditScanPrunesOlderPartitions TestWritesRecreateMissingPartitions TestUpgradeFromV11/postgres; do
 		if ! grep -q -- "--- PASS: $t" "$out"; then
 			echo "postgres.sh: $t did not run" >&2
 			exit 1

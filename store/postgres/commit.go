@@ -174,7 +174,7 @@ func (c *conn) claimStored(ctx context.Context, cs []*idempotency.Claim) (bool, 
 // back and runs fn again (up to maxAttempts), so fn must compute
 // everything it writes from what it reads inside the transaction.
 func (c *conn) tx(ctx context.Context, fn func(pgxQuerier) error) error {
-	return retry(ctx, func() error { return c.txOnce(ctx, fn) })
+	return retry(ctx, c.healing(ctx, func() error { return c.txOnce(ctx, fn) }))
 }
 
 func (c *conn) txOnce(ctx context.Context, fn func(pgxQuerier) error) error {

@@ -21,6 +21,10 @@ type conn struct {
 	commitHook atomic.Pointer[func(ctx context.Context, conn *pgx.Conn, xid int64)]
 	// resolveFor, when set (by tests), replaces the package's resolveFor.
 	resolveFor time.Duration
+	// makePartitions creates the log partitions up to the present (set by
+	// Open): a write that finds no partition for its row runs it and is
+	// tried once more (see healing).
+	makePartitions func(ctx context.Context) error
 }
 
 func (c *conn) Read() sqlstore.Querier  { return querier{c.pool, c.pool} }

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/latchkey/latchkey/events"
 )
@@ -83,6 +85,46 @@ func (s *Store) ensurePartitions(ctx context.Context) error {
 		}
 		return s.createPartitions(ctx, c, now)
 	}))
+}
+
+// partitionsUntilNow creates the partitions that cover now, by this
+// process's clock (which stamps the rows) and the database's, waiting for
+// the lease: the repair of a write that found no partition for its row.
+func (s *Store) partitionsUntilNow(ctx context.Context) error {
+	return mapErr(s.withPartitionLease(ctx, true, func(c *pgx.Conn) error {
+		var now time.Time
+		if err := c.QueryRow(ctx, `SELECT greatest(now(), $1)`, time.Now()).Scan(&now); err != nil {
+			return err
+		}
+		return s.createPartitions(ctx, c, now)
+	}))
+}
+
+// noPartition reports whether err is PostgreSQL's refusal of a row that
+// no partition of a log table accepts: a check violation naming the
+// partitioned table itself and no constraint.
+func noPartition(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == codeCheckViolation && pe.ConstraintName == "" && slices.Contains(logTables, pe.TableName)
+}
+
+// healing wraps a write attempt: when it fails because no partition holds
+// its row (the partitions ahead ran out: no process has run the
+// maintenance for longer than PartitionsAhead intervals, or a clock is
+// ahead), it creates the partitions up to now and tries once more, so
+// that a stalled maintenance delays writes instead of failing every
+// audited action.
+func (c *conn) healing(ctx context.Context, attempt func() error) func() error {
+	return func() error {
+		err := attempt()
+		if c.makePartitions == nil || !noPartition(err) {
+			return err
+		}
+		if herr := c.makePartitions(ctx); herr != nil {
+			return errors.Join(err, herr)
+		}
+		return attempt()
+	}
 }
 
 // withPartitionLease runs fn on a connection holding the maintenance lease;

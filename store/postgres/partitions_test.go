@@ -543,3 +543,44 @@ func TestAuditScanPrunesOlderPartitions(t *testing.T) {
 		t.Errorf("a window after day's first records plans a scan of the legacy partition:\n%s", plan)
 	}
 }
+
+// TestWritesRecreateMissingPartitions drops every partition made ahead,
+// as if no process had run the maintenance for days: an event append and
+// an audit append (the write behind every audited action) then create
+// the partitions that cover now and succeed, instead of failing until the
+// maintenance runs.
+func TestWritesRecreateMissingPartitions(t *testing.T) {
+	schema := freshSchema(t)
+	s := openWith(t, schema, postgres.Options{PartitionInterval: time.Hour, PartitionsAhead: 1})
+	ctx := t.Context()
+	c := connect(t, schema)
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range parts {
+		if strings.HasSuffix(p.Name, "_legacy") {
+			continue
+		}
+		if _, err := c.Exec(ctx, `DROP TABLE `+pgx.Identifier{p.Name}.Sanitize()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Exec(ctx, `DELETE FROM log_partitions WHERE name NOT LIKE '%\_legacy'`); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().Add(time.Minute) // past the legacy partitions' end
+	ev := event(t, "t1", "10001", "alice", now)
+	if err := s.AppendEvents(ctx, []*events.Event{ev}); err != nil {
+		t.Fatalf("event append with no partition for it: %v", err)
+	}
+	rec := storetest.NewRecord("t1", 1)
+	rec.Time = now
+	if err := s.AppendAuditRecords(ctx, []*audit.Record{rec}); err != nil {
+		t.Fatalf("audit append with no partition for it: %v", err)
+	}
+	if parts, err = s.Partitions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkContiguous(t, parts, now)
+}

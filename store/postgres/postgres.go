@@ -167,6 +167,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		pool.Close()
 		return nil, err
 	}
+	c.makePartitions = s.partitionsUntilNow
 	return s, nil
 }
 
@@ -267,7 +268,7 @@ func retry(ctx context.Context, attempt func() error) error {
 // transaction is rolled back. Retried as tx is; first and second are then
 // called again.
 func (c *conn) Pipeline(ctx context.Context, first, second func(*sqlstore.Batch)) error {
-	return retry(ctx, func() error { return c.pipelinedOnce(ctx, first, second) })
+	return retry(ctx, c.healing(ctx, func() error { return c.pipelinedOnce(ctx, first, second) }))
 }
 
 func (c *conn) pipelinedOnce(ctx context.Context, first, second func(*sqlstore.Batch)) error {
@@ -305,6 +306,7 @@ func (c *conn) pipelinedOnce(ctx context.Context, first, second func(*sqlstore.B
 // https://www.postgresql.org/docs/current/errcodes-appendix.html.
 const (
 	codeUniqueViolation       = "23505"
+	codeCheckViolation        = "23514" // also: no partition of a partitioned table takes the row
 	codeSerializationFailure  = "40001"
 	codeDeadlockDetected      = "40P01"
 	codeQueryCanceled         = "57014"

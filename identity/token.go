@@ -11,6 +11,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/crypto/cryptobyte"
+	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
@@ -110,6 +113,10 @@ type KeySet struct {
 	order  []verifyKey
 
 	cache tokenCache
+
+	// headers holds the encoded JWS header of each kid and kind signed
+	// with (jwsHeaderKey -> string), which never change.
+	headers sync.Map
 
 	// The RS256 keys of ID tokens (OpenID Connect's mandatory algorithm;
 	// see idtoken.go): made on first use, since an RSA key costs a good
@@ -221,14 +228,64 @@ func (ks *KeySet) Sign(ctx context.Context, c Claims, ttl time.Duration) (string
 	if kind == "" {
 		kind = PlatformToken
 	}
-	t := jwt.NewWithClaims(jwt.SigningMethodES256, c)
-	t.Header["kid"] = kid
-	t.Header["typ"] = string(kind)
-	s, err := t.SignedString(key)
+	s, err := signES256(ks.header(kid, kind), c, key)
 	if err != nil {
 		return "", time.Time{}, fault.E(fault.Internal, err)
 	}
 	return s, exp, nil
+}
+
+type jwsHeaderKey struct {
+	kid  string
+	kind TokenKind
+}
+
+// header returns the base64url JWS header of a token of kind signed by
+// kid: the bytes golang-jwt writes for it ({"alg":"ES256","kid":...,"typ":...},
+// keys sorted), encoded once per kid and kind.
+func (ks *KeySet) header(kid string, kind TokenKind) string {
+	k := jwsHeaderKey{kid, kind}
+	if h, ok := ks.headers.Load(k); ok {
+		return h.(string)
+	}
+	b, _ := json.Marshal(map[string]string{"alg": SigningAlgorithm, "kid": kid, "typ": string(kind)})
+	h := base64.RawURLEncoding.EncodeToString(b)
+	ks.headers.Store(k, h)
+	return h
+}
+
+// signES256 returns the compact JWS of claims under the encoded header,
+// signed with key: what jwt.Token.SignedString returns for them, built in
+// one buffer and with the signature taken straight from its ASN.1 form
+// (JWS's R || S, RFC 7518 §3.4), since every issued token pays for it.
+func signES256(header string, claims any, key *ecdsa.PrivateKey) (string, error) {
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", err
+	}
+	enc := base64.RawURLEncoding
+	b := make([]byte, 0, len(header)+1+enc.EncodedLen(len(payload))+1+enc.EncodedLen(64))
+	b = append(b, header...)
+	b = append(b, '.')
+	b = enc.AppendEncode(b, payload)
+	digest := sha256.Sum256(b)
+	der, err := ecdsa.SignASN1(rand.Reader, key, digest[:])
+	if err != nil {
+		return "", err
+	}
+	var sig [64]byte
+	var seq cryptobyte.String
+	var r, s []byte
+	in := cryptobyte.String(der)
+	if !in.ReadASN1(&seq, cbasn1.SEQUENCE) || !seq.ReadASN1Integer(&r) || !seq.ReadASN1Integer(&s) ||
+		len(r) > 32 || len(s) > 32 {
+		return "", errors.New("identity: malformed ECDSA signature")
+	}
+	copy(sig[32-len(r):32], r)
+	copy(sig[64-len(s):], s)
+	b = append(b, '.')
+	b = enc.AppendEncode(b, sig[:])
+	return string(b), nil
 }
 
 // Verify checks a token's signature (ES256 only, key chosen by kid), kind

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/latchkey/latchkey/internal/jsonenc"
 )
 
 // canonicalRecordJSON is the byte string ChainHash hashes:
@@ -116,59 +118,28 @@ func appendDigits(b []byte, n, width int) []byte {
 	return b
 }
 
-// appendCanonString appends s as encoding/json writes jsonString(s): every
-// byte that is not part of valid UTF-8 becomes U+FFFD (unescaped, as it
-// is once decoded), and '"', '\\', control characters, '<', '>', '&',
-// U+2028 and U+2029 are escaped as encoding/json escapes them.
+// appendCanonString appends s as encoding/json writes jsonString(s).
 func appendCanonString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= ' ' && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = utf8.AppendRune(b, utf8.RuneError)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
+	return jsonenc.AppendString(b, jsonString(s))
+}
+
+// jsonString returns s as encoding/json would decode it back after encoding
+// it: every byte that is not part of valid UTF-8 becomes U+FFFD.
+func jsonString(s string) string {
+	if utf8.ValidString(s) {
+		return s
 	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			b.WriteRune(utf8.RuneError)
+		} else {
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
 }
 
 // appendCanonMap appends m, a plain JSON value (see plainJSON), as

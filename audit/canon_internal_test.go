@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 )
 
 // canonicalRecordJSONReference is canonicalRecordJSON as the chain was
@@ -30,25 +29,6 @@ func canonicalRecordJSONReference(r Record) ([]byte, error) {
 		Time string `json:"time"`
 		plain
 	}{r.Seq, r.Time.UTC().Format(chainTimeFormat), plain(r)})
-}
-
-// jsonString returns s as encoding/json would decode it back after encoding
-// it: every byte that is not part of valid UTF-8 becomes U+FFFD.
-func jsonString(s string) string {
-	if utf8.ValidString(s) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && n == 1 {
-			b.WriteRune(utf8.RuneError)
-		} else {
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
 }
 
 type canonStruct struct {

@@ -17,6 +17,7 @@ import (
 	"maps"
 	"math/big"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/jsonenc"
 	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/seal"
 )
@@ -258,8 +260,9 @@ func (ks *KeySet) header(kid string, kind TokenKind) string {
 // signed with key: what jwt.Token.SignedString returns for them, built in
 // one buffer and with the signature taken straight from its ASN.1 form
 // (JWS's R || S, RFC 7518 §3.4), since every issued token pays for it.
-func signES256(header string, claims any, key *ecdsa.PrivateKey) (string, error) {
-	payload, err := json.Marshal(claims)
+func signES256(header string, claims Claims, key *ecdsa.PrivateKey) (string, error) {
+	var scratch [512]byte
+	payload, err := appendClaims(scratch[:0], &claims)
 	if err != nil {
 		return "", err
 	}
@@ -286,6 +289,88 @@ func signES256(header string, claims any, key *ecdsa.PrivateKey) (string, error)
 	b = append(b, '.')
 	b = enc.AppendEncode(b, sig[:])
 	return string(b), nil
+}
+
+// appendClaims appends c as json.Marshal writes it (the field order and
+// omitempty rules of Claims and jwt.RegisteredClaims, golang-jwt's
+// NumericDate and ClaimStrings encodings), without reflection. Under a
+// jwt.TimePrecision finer than a second, whose dates golang-jwt writes as
+// decimals, it leaves the whole encoding to json.Marshal.
+func appendClaims(b []byte, c *Claims) ([]byte, error) {
+	if jwt.TimePrecision != time.Second {
+		enc, err := json.Marshal(*c)
+		return append(b, enc...), err
+	}
+	b = append(b, '{')
+	first := len(b)
+	field := func(name string) {
+		if len(b) > first {
+			b = append(b, ',')
+		}
+		b = append(b, name...)
+	}
+	str := func(name, v string) {
+		if v != "" {
+			field(name)
+			b = jsonenc.AppendString(b, v)
+		}
+	}
+	date := func(name string, d *jwt.NumericDate) {
+		if d != nil {
+			field(name)
+			b = strconv.AppendInt(b, d.Truncate(time.Second).Unix(), 10)
+		}
+	}
+	strs := func(v []string) {
+		b = append(b, '[')
+		for i, s := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = jsonenc.AppendString(b, s)
+		}
+		b = append(b, ']')
+	}
+	str(`"iss":`, c.Issuer)
+	str(`"sub":`, c.Subject)
+	if len(c.Audience) > 0 {
+		field(`"aud":`)
+		if len(c.Audience) == 1 && !jwt.MarshalSingleStringAsArray {
+			b = jsonenc.AppendString(b, c.Audience[0])
+		} else {
+			strs(c.Audience)
+		}
+	}
+	date(`"exp":`, c.ExpiresAt)
+	date(`"nbf":`, c.NotBefore)
+	date(`"iat":`, c.IssuedAt)
+	str(`"jti":`, c.ID)
+	field(`"tid":`)
+	b = jsonenc.AppendString(b, c.TenantID)
+	str(`"tcode":`, c.TenantCode)
+	str(`"client_id":`, c.ClientID)
+	str(`"scope":`, c.Scope)
+	if len(c.Roles) > 0 {
+		field(`"roles":`)
+		strs(c.Roles)
+	}
+	if cnf := c.Confirmation; cnf != nil {
+		field(`"cnf":{`)
+		n := len(b)
+		if cnf.JKT != "" {
+			b = append(b, `"jkt":`...)
+			b = jsonenc.AppendString(b, cnf.JKT)
+		}
+		if cnf.X5TS256 != "" {
+			if len(b) > n {
+				b = append(b, ',')
+			}
+			b = append(b, `"x5t#S256":`...)
+			b = jsonenc.AppendString(b, cnf.X5TS256)
+		}
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
 }
 
 // Verify checks a token's signature (ES256 only, key chosen by kid), kind

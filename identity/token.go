@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/golang-jwt/jwt/v5"
 	"golang.org/x/crypto/cryptobyte"
@@ -293,7 +294,10 @@ func signES256(header string, claims Claims, key *ecdsa.PrivateKey) (string, err
 	copy(sig[64-len(s):], s)
 	b = append(b, '.')
 	b = enc.AppendEncode(b, sig[:])
-	return string(b), nil
+	// b was sized for the whole token and is not touched again: the
+	// string shares its bytes rather than copying them, as
+	// strings.Builder does.
+	return unsafe.String(unsafe.SliceData(b), len(b)), nil
 }
 
 // appendClaims appends c as json.Marshal writes it (the field order and

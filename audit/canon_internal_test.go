@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // canonicalRecordJSONReference is canonicalRecordJSON as the chain was
@@ -152,5 +155,21 @@ func BenchmarkCanonicalRecordJSON(b *testing.B) {
 				bc.f(r)
 			}
 		})
+	}
+}
+
+// TestCanonicalRecordJSONKnowsEveryField fails when Record gains or loses
+// a JSON field: canonicalRecordJSON writes each by hand (and a new field
+// in the canonical form would change every record's hash).
+func TestCanonicalRecordJSONKnowsEveryField(t *testing.T) {
+	var got []string
+	for f := range reflect.TypeFor[Record]().Fields() {
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name != "-" {
+			got = append(got, name)
+		}
+	}
+	want := []string{"tenantID", "traceID", "source", "resourceid", "actorid", "action", "status", "meta"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the JSON fields of Record changed; update canonicalRecordJSON (-written +declared):\n%s", diff)
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestSignES256MatchesGolangJWT holds the hand-built JWS to golang-jwt's:
@@ -192,4 +194,34 @@ func BenchmarkSignES256(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestAppendClaimsKnowsEveryField fails when Claims or
+// jwt.RegisteredClaims gains or loses a JSON field: appendClaims writes
+// each by hand and would silently leave a new one out of every token.
+func TestAppendClaimsKnowsEveryField(t *testing.T) {
+	want := []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "tid", "tcode", "client_id", "scope", "roles", "cnf"}
+	if diff := cmp.Diff(want, jsonFields(reflect.TypeFor[Claims]())); diff != "" {
+		t.Errorf("the JSON fields of Claims changed; update appendClaims (-written +declared):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"jkt", "x5t#S256"}, jsonFields(reflect.TypeFor[Confirmation]())); diff != "" {
+		t.Errorf("the JSON fields of Confirmation changed; update appendClaims (-written +declared):\n%s", diff)
+	}
+}
+
+// jsonFields lists the JSON names of a struct's fields in encoding order,
+// those of embedded structs in place.
+func jsonFields(typ reflect.Type) []string {
+	var out []string
+	for f := range typ.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+		case f.Anonymous && name == "":
+			out = append(out, jsonFields(f.Type)...)
+		default:
+			out = append(out, name)
+		}
+	}
+	return out
 }

@@ -42,11 +42,14 @@ type Recorder struct {
 	closed  bool
 
 	mu        sync.Mutex
-	instances map[string]string // tenantID + "\x00" + source -> instance id
+	instances map[instanceKey]string // -> instance id
 
 	batches, records atomic.Int64
 	observer         atomic.Pointer[func(n int)]
 }
+
+// instanceKey names a tenant's service instance of one source.
+type instanceKey struct{ tenantID, source string }
 
 // RecorderStats is the recorder's work so far and its backlog.
 type RecorderStats struct {
@@ -88,7 +91,7 @@ func NewRecorder(store LogStore, c clock.Clock, log *slog.Logger) *Recorder {
 		queue:     make(chan *pending, 4*MaxBatch),
 		stop:      make(chan struct{}),
 		stopped:   make(chan struct{}),
-		instances: make(map[string]string),
+		instances: make(map[instanceKey]string),
 	}
 	go r.loop()
 	return r
@@ -123,11 +126,10 @@ var _ Builder = (*Recorder)(nil)
 // commit serves many requests; the wait itself is not a span (it would
 // cost each request as much as the commit's span costs the batch).
 func (r *Recorder) Record(ctx context.Context, e Entry) error {
-	rec, err := r.Build(ctx, e)
-	if err != nil {
+	p := &pending{done: make(chan error, 1), origin: tracing.OriginOf(ctx)}
+	if err := r.build(ctx, e, &p.rec); err != nil {
 		return err
 	}
-	p := &pending{rec: *rec, done: make(chan error, 1), origin: tracing.OriginOf(ctx)}
 	r.closeMu.RLock()
 	if r.closed {
 		r.closeMu.RUnlock()
@@ -149,12 +151,21 @@ func (r *Recorder) Record(ctx context.Context, e Entry) error {
 // one when ctx has none) and actor from ctx, time from the clock and resource id from the tenant's service
 // instance; Seq and the hashes are left to the store.
 func (r *Recorder) Build(ctx context.Context, e Entry) (*Record, error) {
+	rec := new(Record)
+	if err := r.build(ctx, e, rec); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// build is Build into rec, which Record allocates inside its queue entry.
+func (r *Recorder) build(ctx context.Context, e Entry, rec *Record) error {
 	if e.TenantID == "" || e.Source == "" || e.Action == "" {
-		return nil, fmt.Errorf("audit: entry needs tenant, source and action: %+v", e)
+		return fmt.Errorf("audit: entry needs tenant, source and action: %+v", e)
 	}
 	resID, err := r.instance(ctx, e.TenantID, e.Source)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	actor, client := Actor(ctx)
 	if e.ActorID != "" {
@@ -185,14 +196,15 @@ func (r *Recorder) Build(ctx context.Context, e Entry) (*Record, error) {
 	if trace == "" {
 		trace = NewTraceID()
 	}
-	return &Record{
+	*rec = Record{
 		Time: r.clock.Now().UTC().Truncate(time.Microsecond), TenantID: e.TenantID, TraceID: trace,
 		Source: e.Source, ResourceID: resID, ActorID: actor, Action: e.Action, Status: status, Meta: meta,
-	}, nil
+	}
+	return nil
 }
 
 func (r *Recorder) instance(ctx context.Context, tenantID, source string) (string, error) {
-	key := tenantID + "\x00" + source
+	key := instanceKey{tenantID, source}
 	r.mu.Lock()
 	id, ok := r.instances[key]
 	r.mu.Unlock()

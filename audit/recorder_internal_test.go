@@ -115,7 +115,7 @@ func TestRecorderReportsStoreFailure(t *testing.T) {
 // its context gets a fresh one (every exported record has a traceID), and
 // that a context's trace id is kept.
 func TestBuildAssignsTraceID(t *testing.T) {
-	r := &Recorder{store: &gatedStore{}, clock: clocktest.New(time.Unix(0, 0)), instances: map[string]string{}}
+	r := &Recorder{store: &gatedStore{}, clock: clocktest.New(time.Unix(0, 0)), instances: map[instanceKey]string{}}
 	e := Entry{TenantID: "t", Source: SourceAudit, Action: "a"}
 	seen := map[string]bool{}
 	for range 2 {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/latchkey/latchkey/fault"
 )
@@ -24,8 +25,33 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if v == nil {
 		return
 	}
-	w.Write(encodeJSON(v))
+	e := jsonEncoders.Get().(*jsonEncoder)
+	e.buf.Reset()
+	e.enc.Encode(v)
+	w.Write(e.buf.Bytes())
+	if e.buf.Cap() <= maxPooledJSON {
+		jsonEncoders.Put(e)
+	}
 }
+
+// jsonEncoder is writeJSON's encoder and buffer, recycled: every answer
+// would otherwise allocate both and grow the buffer several times, and
+// the ResponseWriter copies what it is given.
+type jsonEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var jsonEncoders = sync.Pool{New: func() any {
+	e := new(jsonEncoder)
+	e.enc = json.NewEncoder(&e.buf)
+	e.enc.SetEscapeHTML(false)
+	return e
+}}
+
+// maxPooledJSON bounds the buffers kept for reuse, so that one large
+// answer does not pin its memory in the pool.
+const maxPooledJSON = 64 << 10
 
 // encodeJSON is writeJSON's body: v as JSON, HTML characters unescaped,
 // with a final newline.

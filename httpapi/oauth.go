@@ -32,7 +32,7 @@ func (s *Server) registerOAuth() {
 // first, RFC 6749 §2.3.1) or client_id and client_secret in the body
 // (client_secret_post), not both.
 func oauthForm(r *http.Request, repeatable ...string) (form url.Values, id, secret string, err error) {
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+	if !isFormType(r.Header.Get("Content-Type")) {
 		return nil, "", "", fault.E(fault.Invalid, "Content-Type must be application/x-www-form-urlencoded", identity.ErrInvalidRequest)
 	}
 	body, err := readBody(r)
@@ -68,6 +68,17 @@ next:
 		return form, id, secret, nil
 	}
 	return form, form.Get("client_id"), form.Get("client_secret"), nil
+}
+
+// isFormType reports whether a Content-Type is the form type, with any
+// parameters. The bare type, what clients send, is taken without parsing.
+func isFormType(ct string) bool {
+	const form = "application/x-www-form-urlencoded"
+	if ct == form {
+		return true
+	}
+	mt, _, _ := mime.ParseMediaType(ct)
+	return mt == form
 }
 
 // oauthTokenEndpoint is the client_credentials grant (RFC 6749 §4.4) with

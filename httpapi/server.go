@@ -297,14 +297,21 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // traceIDFrom takes the trace id of a W3C traceparent header
 // (version-traceid-parentid-flags) or makes a new one.
 func traceIDFrom(tp string) string {
-	parts := strings.Split(strings.TrimSpace(tp), "-")
-	if len(parts) >= 4 && len(parts[0]) == 2 && parts[0] != "ff" && len(parts[1]) == 32 && isLowerHex(parts[1]) && parts[1] != strings.Repeat("0", 32) {
-		return parts[1]
+	// Cut rather than Split: most requests have no traceparent, and none
+	// needs its fields in a slice.
+	version, rest, ok := strings.Cut(strings.TrimSpace(tp), "-")
+	id, rest, ok2 := strings.Cut(rest, "-")
+	_, _, ok3 := strings.Cut(rest, "-") // a parent id and flags follow
+	if ok && ok2 && ok3 && len(version) == 2 && version != "ff" && len(id) == 32 && isLowerHex(id) && id != zeroTraceID {
+		return id
 	}
 	var b [16]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// zeroTraceID is the invalid all-zero trace id of W3C Trace Context.
+const zeroTraceID = "00000000000000000000000000000000"
 
 func isLowerHex(s string) bool {
 	for _, c := range s {

@@ -44,24 +44,22 @@ type canonicalRest struct {
 }
 
 // unmarshalCanonical reads any JSON object with a record's canonical keys.
+// Meta is shadowed by a raw field (encoding/json prefers the shallower
+// one), so that decodeMeta decodes it with json.Number numbers.
 func unmarshalCanonical(b []byte) (Record, canonicalRest, error) {
+	type plain Record
 	var aux struct {
-		Seq        int64           `json:"seq"`
-		Time       string          `json:"time"`
-		TenantID   string          `json:"tenantID"`
-		TraceID    string          `json:"traceID"`
-		Source     string          `json:"source"`
-		ResourceID string          `json:"resourceid"`
-		ActorID    string          `json:"actorid"`
-		Action     string          `json:"action"`
-		Status     string          `json:"status"`
-		Meta       json.RawMessage `json:"meta"`
+		Seq  int64           `json:"seq"`
+		Time string          `json:"time"`
+		Meta json.RawMessage `json:"meta"`
+		plain
 	}
 	if err := json.Unmarshal(b, &aux); err != nil {
 		return Record{}, canonicalRest{}, err
 	}
-	return Record{Seq: aux.Seq, TenantID: aux.TenantID, TraceID: aux.TraceID, Source: aux.Source,
-		ResourceID: aux.ResourceID, ActorID: aux.ActorID, Action: aux.Action, Status: aux.Status}, canonicalRest{[]byte(aux.Time), aux.Meta}, nil
+	r := Record(aux.plain)
+	r.Seq = aux.Seq
+	return r, canonicalRest{[]byte(aux.Time), aux.Meta}, nil
 }
 
 // scanCanonical reads b as ChainLink lays it out, with no escape in the

@@ -18,7 +18,17 @@ import (
 // read by a scanner of the canonical layout (keys in ChainLink's order,
 // strings without escapes); any other valid JSON of a record, such as the
 // rows migrated from older schemas, takes encoding/json's way.
-func DecodeCanonical(b []byte) (Record, error) {
+func DecodeCanonical(b []byte) (Record, error) { return decodeCanonical(b, true) }
+
+// DecodeLegacyCanonical is DecodeCanonical for a record whose hash was
+// computed over meta as encoding/json decodes it (numbers as float64),
+// as every store did before keeping the canonical JSON itself: a record
+// migrated from such a store keeps meta's stored digits, which may not be
+// the float64's (an integer above 2^53, "1.50"), so its numbers must be
+// decoded into float64s again for its hash to match.
+func DecodeLegacyCanonical(b []byte) (Record, error) { return decodeCanonical(b, false) }
+
+func decodeCanonical(b []byte, useNumber bool) (Record, error) {
 	r, meta, ok := scanCanonical(b)
 	if !ok {
 		var err error
@@ -31,7 +41,7 @@ func DecodeCanonical(b []byte) (Record, error) {
 		return Record{}, fmt.Errorf("audit: stored record time: %w", err)
 	}
 	r.Time = t
-	if err := decodeMeta(meta.raw, &r.Meta); err != nil {
+	if err := decodeMeta(meta.raw, &r.Meta, useNumber); err != nil {
 		return Record{}, fmt.Errorf("audit: stored record meta: %w", err)
 	}
 	return r, nil
@@ -135,12 +145,15 @@ func (s *canonScanner) str(key string) []byte {
 	return nil
 }
 
-// decodeMeta decodes meta with numbers as json.Number. Only meta goes
-// through a json.Decoder (which UseNumber needs): one over the whole
-// record cost half as much again as this.
-func decodeMeta(raw json.RawMessage, meta *map[string]any) error {
+// decodeMeta decodes meta, with numbers as json.Number when useNumber.
+// Only meta goes through a json.Decoder (which UseNumber needs): one over
+// the whole record cost half as much again as this.
+func decodeMeta(raw json.RawMessage, meta *map[string]any, useNumber bool) error {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
+	}
+	if !useNumber {
+		return json.Unmarshal(raw, meta)
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()

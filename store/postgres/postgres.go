@@ -54,6 +54,7 @@ var Dialect = sqlstore.Dialect{
 		return notifySeqs, []any{tenantID, types, after, head, limit, notBefore}
 	},
 	PartitionedEvents: true,
+	PartitionedAudit:  true,
 	RecentEvents:      recentEvents,
 	InsertEvents: `INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body, trace_parent)
 		SELECT t, s, i, ty, o, r, ARRAY(SELECT jsonb_array_elements_text(u::jsonb)), b::jsonb, tp
@@ -291,7 +292,10 @@ func (c *conn) pipelinedOnce(ctx context.Context, first, second func(*sqlstore.B
 	b = &sqlstore.Batch{}
 	second(b)
 	if b.Err != nil {
-		return b.Err // nothing was sent: the transaction is rolled back as the connection is released
+		// Nothing of the second batch was sent; the locks the first took
+		// go now, not when the pool closes the connection.
+		rollback(ctx, conn.Conn())
+		return b.Err
 	}
 	if hook := c.commitHook.Load(); hook != nil {
 		(*hook)(ctx, conn.Conn(), x.id)

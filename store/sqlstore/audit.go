@@ -28,7 +28,7 @@ const (
 	insertBatch = `INSERT INTO audit_batches (tenant_id, first_seq, last_seq, first_time, last_time, prev_hash, hashes, records)
 	VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 	advanceHead = `UPDATE audit_heads SET seq = $2, hash = $3, time = $4 WHERE tenant_id = $1`
-	batchCols   = `first_seq, prev_hash, hashes, records`
+	batchCols   = `first_seq, prev_hash, hashes, legacy, records`
 )
 
 // AppendAuditRecords implements audit.LogStore (see "Audit chain" in the
@@ -146,11 +146,17 @@ func scanAuditBatch(out []audit.Record, row Row, after int64) ([]audit.Record, e
 	var (
 		first                   int64
 		prev, hashes, canonical []byte
+		legacy                  bool
 	)
-	if err := row.Scan(&first, &prev, &hashes, &canonical); err != nil {
+	if err := row.Scan(&first, &prev, &hashes, &legacy, &canonical); err != nil {
 		return out, err
 	}
-	for seq := first; len(canonical) > 0; seq++ {
+	decode := audit.DecodeCanonical
+	if legacy {
+		decode = audit.DecodeLegacyCanonical
+	}
+	seq := first
+	for ; len(canonical) > 0; seq++ {
 		line, rest, _ := bytes.Cut(canonical, []byte{'\n'})
 		canonical = rest
 		i := int(seq - first)
@@ -159,7 +165,7 @@ func scanAuditBatch(out []audit.Record, row Row, after int64) ([]audit.Record, e
 		}
 		hash := hashes[i*sha256.Size : (i+1)*sha256.Size : (i+1)*sha256.Size]
 		if seq > after {
-			r, err := audit.DecodeCanonical(line)
+			r, err := decode(line)
 			if err != nil {
 				return out, fault.E(fault.Internal, err)
 			}
@@ -170,6 +176,9 @@ func scanAuditBatch(out []audit.Record, row Row, after int64) ([]audit.Record, e
 			out = append(out, r)
 		}
 		prev = hash
+	}
+	if len(hashes) != int(seq-first)*sha256.Size {
+		return out, fault.E(fault.Internal, "audit batch: more hashes than records")
 	}
 	return out, nil
 }
@@ -193,6 +202,9 @@ func (s *Store) readAuditBatches(ctx context.Context, out []audit.Record, after 
 // ListAuditRecords implements audit.LogStore. Every batch with a record
 // after afterSeq holds at least one, so limit batches hold enough.
 func (s *Store) ListAuditRecords(ctx context.Context, tenantID string, afterSeq int64, limit int) ([]audit.Record, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
 	out, err := s.readAuditBatches(ctx, nil, afterSeq, `SELECT `+batchCols+` FROM audit_batches
 		WHERE tenant_id = $1 AND last_seq > $2 ORDER BY last_seq LIMIT $3`, tenantID, afterSeq, limit)
 	if err != nil {

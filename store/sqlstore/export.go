@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"slices"
 	"strconv"
 	"time"
 
@@ -132,57 +133,101 @@ func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string) er
 }
 
 // AuditWindowQuery is the statement ScanAuditRecords reads each window
-// with: a tenant's batches ending after seq $2 and up to seq $3, none of
-// which ends before time $4. Exported for the PostgreSQL store's plan
-// tests.
+// with: a tenant's batches ending after seq $2 and up to seq $3, and at or
+// after time $4 and before time $5. Exported for the PostgreSQL store's
+// plan tests.
 const AuditWindowQuery = `SELECT ` + batchCols + ` FROM audit_batches
-	WHERE tenant_id = $1 AND last_seq > $2 AND last_seq <= $3 AND last_time >= $4 ORDER BY last_seq`
+	WHERE tenant_id = $1 AND last_seq > $2 AND last_seq <= $3 AND last_time >= $4 AND last_time < $5 ORDER BY last_seq`
+
+// endOfTime bounds the windows of an unpartitioned audit log.
+var endOfTime = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// auditPartitionEnds returns the upper bounds of the audit log's
+// partitions in order, or nil when it is not partitioned. Audit
+// partitions are never dropped, and those made during a scan begin after
+// its head's records.
+func (s *Store) auditPartitionEnds(ctx context.Context) ([]time.Time, error) {
+	if !s.d.PartitionedAudit {
+		return nil, nil
+	}
+	return list(ctx, s, s.c.Read(), func(row Row) (time.Time, error) {
+		var t time.Time
+		err := row.Scan(&t)
+		return t, err
+	}, `SELECT upper_bound FROM log_partitions WHERE parent = 'audit_batches' ORDER BY upper_bound`)
+}
+
+// windowEnd is the end of the partition that holds floor: the first of
+// ends after it, or endOfTime.
+func windowEnd(ends []time.Time, floor time.Time) time.Time {
+	i, _ := slices.BinarySearchFunc(ends, floor, func(e, t time.Time) int {
+		if e.After(t) {
+			return 1
+		}
+		return -1
+	})
+	if i == len(ends) {
+		return endOfTime
+	}
+	return ends[i]
+}
 
 // ScanAuditRecords implements audit.ExportStore, in windows of seqs.
 //
 // It reads the head first, which leaves out records appended later, and
-// starts at the last batch that begins before req.From (the one batch that
-// can hold records on both sides of it; times never decrease along seqs).
-// Then it reads the batches of each window of about ScanChunk seqs, one
-// short statement each, and filters in Go: a slow consumer holds no
-// connection, snapshot or lock between windows, and batches are never
-// updated, so the windows agree. A window is a range of (tenant_id,
-// last_seq), the key, so a statement reads a bounded number of rows
-// whatever plan the database picks; its last_time bound (every later batch
-// ends at or after the last record read) is not indexed, so no plan walks
-// by time instead, and on PostgreSQL it prunes the partitions before it.
-// The scan stops at the first record after req.To.
+// starts at the first batch that ends at or after req.From (times never
+// decrease along a chain, so every record from req.From on is in it or
+// after it), found through (tenant_id, last_time, last_seq): on
+// PostgreSQL that condition is on the partition key, so the lookup skips
+// the partitions before req.From. Then it reads the batches of each
+// window of about ScanChunk seqs, one short statement each, and filters in
+// Go: a slow consumer holds no connection, snapshot or lock between
+// windows, and batches are never updated, so the windows agree. A window
+// is a range of (tenant_id, last_seq), so a statement reads a bounded
+// number of rows whatever plan the database picks. On PostgreSQL a window
+// also reads one partition only: its last_time is at or after the last
+// record read (every later batch ends no earlier) and before the end of
+// that record's partition; a window that finds nothing there moves on to
+// the next partition. The scan stops at the first record after req.To.
 func (s *Store) ScanAuditRecords(ctx context.Context, tenantID string, req audit.ExportRequest) iter.Seq2[audit.Record, error] {
 	return func(yield func(audit.Record, error) bool) {
-		var head, straddle *int64
+		var head, start *int64
 		err := s.c.Read().QueryRow(ctx, `SELECT
 			(SELECT seq FROM audit_heads WHERE tenant_id = $1),
-			(SELECT first_seq FROM audit_batches WHERE tenant_id = $1 AND first_time < $2 ORDER BY first_time DESC, first_seq DESC LIMIT 1)`,
-			tenantID, req.From).Scan(&head, &straddle)
+			(SELECT first_seq FROM audit_batches WHERE tenant_id = $1 AND last_time >= $2 ORDER BY last_time, last_seq LIMIT 1)`,
+			tenantID, req.From).Scan(&head, &start)
 		if err != nil {
 			yield(audit.Record{}, s.c.MapErr(err))
 			return
 		}
-		if head == nil {
+		if head == nil || start == nil {
 			return
 		}
-		after, floor := int64(0), req.From
-		if straddle != nil {
-			after = *straddle - 1
+		ends, err := s.auditPartitionEnds(ctx)
+		if err != nil {
+			yield(audit.Record{}, err)
+			return
 		}
+		after, floor := *start-1, req.From
 		recs := make([]audit.Record, 0, ScanChunk)
 		for after < *head {
-			recs, err = s.readAuditBatches(ctx, recs[:0], after, AuditWindowQuery, tenantID, after, min(after+ScanChunk, *head), floor)
+			end := windowEnd(ends, floor)
+			recs, err = s.readAuditBatches(ctx, recs[:0], after, AuditWindowQuery, tenantID, after, min(after+ScanChunk, *head), floor, end)
 			if err == nil && len(recs) == 0 {
-				// The next batch alone holds more than ScanChunk records.
-				recs, err = s.readAuditBatches(ctx, recs, after, AuditWindowQuery+` LIMIT 1`, tenantID, after, *head, floor)
+				// The next batch alone holds more than ScanChunk records,
+				// or the partition has no more.
+				recs, err = s.readAuditBatches(ctx, recs, after, AuditWindowQuery+` LIMIT 1`, tenantID, after, *head, floor, end)
 			}
 			if err != nil {
 				yield(audit.Record{}, err)
 				return
 			}
 			if len(recs) == 0 {
-				return // the head's batch ends before req.From
+				if end.Equal(endOfTime) {
+					return // the head's batch ends before req.From
+				}
+				floor = end // the next partition
+				continue
 			}
 			for _, r := range recs {
 				if r.Time.After(req.To) {

@@ -102,6 +102,11 @@ type Dialect struct {
 	// earlier one to it, so that received_at never decreases along a
 	// tenant's seqs; user rows carry their event's received_at.
 	PartitionedEvents bool
+	// PartitionedAudit says audit_batches is partitioned by last_time,
+	// its partitions listed in log_partitions (PostgreSQL): an export's
+	// windows then bound last_time from above by the end of the partition
+	// they read, so that each probes one partition, not every later one.
+	PartitionedAudit bool
 	// RecentEvents, when set, is a query of one value: the received_at
 	// from which on a tenant's (bound as $1) newest events lie, chosen so
 	// that the database reads little to find them (on a partitioned log,

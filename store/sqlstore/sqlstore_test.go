@@ -62,21 +62,25 @@ var sqliteDB = database{
 				t.Fatal(err)
 			}
 		}
-		s, err := sqlite.Open(t.Context(), path, sqlite.Options{Synchronous: "OFF"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
 		db, err := sql.Open("sqlite", "file:"+path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { db.Close() })
-		return s, func(q string) {
+		exec := func(q string) {
 			if _, err := db.Exec(q); err != nil {
 				t.Fatal(err)
 			}
 		}
+		if load != nil {
+			load(t, exec) // on the copied file, before Open migrates it
+		}
+		s, err := sqlite.Open(t.Context(), path, sqlite.Options{Synchronous: "OFF"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s, exec
 	},
 	v11: func(*testing.T, func(string)) {}, // open copies the file
 }

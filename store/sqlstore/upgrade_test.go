@@ -1,10 +1,18 @@
 package sqlstore_test
 
 import (
+	"bytes"
 	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -271,4 +279,104 @@ func scanAll(s storetest.Store, tenant string) ([]audit.Record, error) {
 func withType(c identity.OAuthClient, typ string) identity.OAuthClient {
 	c.Type = typ
 	return c
+}
+
+// TestUpgradeKeepsHashesOfMetaNumbers stores audit records in a database
+// at migration 11 as the stores before migration 19 did: meta as
+// json.Marshal wrote it, and the hash computed over meta decoded back into
+// float64s. Numbers whose stored digits differ from their float64's (an
+// integer above 2^53, "1.50") must still hash to their stored hash once
+// migrated, and an export of them must verify.
+func TestUpgradeKeepsHashesOfMetaNumbers(t *testing.T) {
+	forEach(t, func(t *testing.T, db database) {
+		tenant := "99999999-9999-4999-8999-999999999999"
+		t0 := time.Date(2026, 3, 4, 5, 6, 7, 123456000, time.UTC)
+		metas := []map[string]any{
+			{"s": `q"uo\te é日本 <&> ' end`}, {"big": int64(9007199254740993)}, {"nanos": int64(1732456789123456789)},
+			{"n": json.Number("1.50")}, {"f": 1e21, "g": 1e-7, "h": 0.1}, nil, {"nested": map[string]any{"a": []any{1, "x", nil, true}}},
+		}
+		var inserts []string
+		var prev []byte
+		for i, m := range metas {
+			stored, err := json.Marshal(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := audit.Record{Seq: int64(i + 1), Time: t0.Add(time.Duration(i) * time.Second), TenantID: tenant, TraceID: `tr"ace\`,
+				Source: audit.SourcePlatform, ResourceID: "res", ActorID: "actör<>", Action: "user.create", Status: audit.StatusSuccess}
+			if err := json.Unmarshal(stored, &r.Meta); err != nil { // as the append before migration 19 did
+				t.Fatal(err)
+			}
+			hash := audit.ChainHash(prev, r)
+			inserts = append(inserts, fmt.Sprintf(`INSERT INTO audit_records (tenant_id, seq, time, trace_id, source, resource_id, actor_id, action, status, meta, prev_hash, hash)
+				VALUES (%s, %d, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)`, sqlText(tenant), r.Seq, sqlTime(db, r.Time), sqlText(r.TraceID), sqlText(r.Source),
+				sqlText(r.ResourceID), sqlText(r.ActorID), sqlText(r.Action), sqlText(r.Status), sqlText(string(stored)), sqlBytes(db, prev), sqlBytes(db, hash)))
+			if db.name == "postgres" { // SQLite's audit_heads comes with migration 12, made from the records
+				inserts = append(inserts, fmt.Sprintf(`INSERT INTO audit_heads (tenant_id, seq, hash, time) VALUES (%s, %d, %s, %s)
+					ON CONFLICT (tenant_id) DO UPDATE SET seq = excluded.seq, hash = excluded.hash, time = excluded.time`,
+					sqlText(tenant), r.Seq, sqlBytes(db, hash), sqlTime(db, r.Time)))
+			}
+			prev = hash
+		}
+		s, _ := db.open(t, func(t *testing.T, exec func(string)) {
+			db.v11(t, exec)
+			for _, ins := range inserts {
+				exec(ins)
+			}
+		})
+		recs, err := s.ListAuditRecords(t.Context(), tenant, 0, 100)
+		if err != nil || len(recs) != len(metas) {
+			t.Fatalf("%d records, %v", len(recs), err)
+		}
+		for i, r := range recs {
+			if got := audit.ChainHash(r.PrevHash, r); !bytes.Equal(got, r.Hash) {
+				t.Errorf("record %d (meta %v): ChainHash of the migrated record differs from its stored hash", i+1, r.Meta)
+			}
+		}
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		signer, err := audit.NewES256Signer("k1", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := audit.ExportRequest{From: t0.Add(-time.Hour), To: t0.Add(time.Hour)}
+		var archive, integrity bytes.Buffer
+		if _, err := audit.WriteArchive(&archive, &integrity, audit.ArchiveMeta{JobID: "j", TenantID: tenant, Request: req, CreatedAt: t0.Add(2 * time.Hour)},
+			s.ScanAuditRecords(t.Context(), tenant, req), signer); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := audit.VerifyArchive(bytes.NewReader(archive.Bytes()), int64(archive.Len()), bytes.NewReader(integrity.Bytes()), int64(integrity.Len()),
+			map[string]crypto.PublicKey{"k1": &key.PublicKey}); err != nil {
+			t.Errorf("the export of the migrated chain does not verify: %v", err)
+		}
+		// The chain goes on from the migrated head.
+		next := storetest.NewRecord(tenant, 99)
+		next.Time = t0.Add(time.Minute)
+		if err := s.AppendAuditRecords(t.Context(), []*audit.Record{next}); err != nil || next.Seq != int64(len(metas)+1) {
+			t.Fatalf("append after the migration: seq %d, %v", next.Seq, err)
+		}
+	})
+}
+
+// sqlText, sqlTime and sqlBytes are SQL literals of db's dialect, for
+// rows written as an older store wrote them.
+func sqlText(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+func sqlTime(db database, t time.Time) string {
+	if db.name == "sqlite" {
+		return fmt.Sprint(t.UnixMicro())
+	}
+	return sqlText(t.Format(time.RFC3339Nano)) + "::timestamptz"
+}
+
+func sqlBytes(db database, b []byte) string {
+	switch {
+	case b == nil:
+		return "NULL"
+	case db.name == "sqlite":
+		return "X'" + hex.EncodeToString(b) + "'"
+	}
+	return `'\x` + hex.EncodeToString(b) + `'::bytea`
 }

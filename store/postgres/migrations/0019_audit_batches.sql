@@ -22,11 +22,16 @@ CREATE TABLE audit_batches (
     last_time  timestamptz NOT NULL,
     prev_hash  bytea,
     hashes     bytea NOT NULL,
-    records    bytea NOT NULL
+    records    bytea NOT NULL,
+    -- true for a record stored before this migration: its hash covers
+    -- meta as encoding/json decodes it into float64s, so a reader decodes
+    -- its numbers that way (audit.DecodeLegacyCanonical), not as the
+    -- digits kept here.
+    legacy     boolean NOT NULL DEFAULT false
 ) PARTITION BY RANGE (last_time);
 
 CREATE INDEX audit_batches_by_seq ON audit_batches (tenant_id, last_seq);
-CREATE INDEX audit_batches_by_time ON audit_batches (tenant_id, first_time, first_seq);
+CREATE INDEX audit_batches_by_time ON audit_batches (tenant_id, last_time, last_seq);
 
 -- The records stored so far go to the first partition, "legacy", which
 -- ends at the migration's now (or after the latest record, if a clock ran
@@ -45,9 +50,10 @@ $$;
 -- here as audit.ChainLink builds it (keys in the same order, time with six
 -- fractional digits, meta as stored); the hashes are copied, not
 -- recomputed, and a reader decodes the JSON, so the few characters
--- PostgreSQL escapes differently from encoding/json change nothing.
-INSERT INTO audit_batches (tenant_id, first_seq, last_seq, first_time, last_time, prev_hash, hashes, records)
-SELECT tenant_id, seq, seq, time, time, prev_hash, hash, convert_to(
+-- PostgreSQL escapes differently from encoding/json change nothing (see
+-- legacy).
+INSERT INTO audit_batches (tenant_id, first_seq, last_seq, first_time, last_time, prev_hash, hashes, legacy, records)
+SELECT tenant_id, seq, seq, time, time, prev_hash, hash, true, convert_to(
     '{"seq":' || seq ||
     ',"time":' || to_json(to_char(time AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US'))::text ||
     ',"tenantID":' || to_json(tenant_id)::text ||

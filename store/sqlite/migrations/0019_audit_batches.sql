@@ -5,7 +5,7 @@
 --
 -- A batch's records have consecutive seqs first_seq..last_seq, and times
 -- that never decrease along them, so first_time and last_time bound every
--- record's time: an export finds its first batch by first_time.
+-- record's time: an export finds its first batch by last_time.
 CREATE TABLE audit_batches (
     tenant_id  TEXT NOT NULL,
     first_seq  INTEGER NOT NULL,
@@ -15,18 +15,23 @@ CREATE TABLE audit_batches (
     prev_hash  BLOB,
     hashes     BLOB NOT NULL,
     records    BLOB NOT NULL,
+    -- 1 for a record stored before this migration: its hash covers meta
+    -- as encoding/json decodes it into float64s, so a reader decodes its
+    -- numbers that way (audit.DecodeLegacyCanonical), not as the digits
+    -- kept here.
+    legacy     INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (tenant_id, last_seq)
 );
 
-CREATE INDEX audit_batches_by_time ON audit_batches (tenant_id, first_time, first_seq);
+CREATE INDEX audit_batches_by_time ON audit_batches (tenant_id, last_time, last_seq);
 
 -- Each stored record becomes a batch of its own, its canonical JSON built
 -- here as audit.ChainLink builds it (keys in the same order, time with six
 -- fractional digits, meta as stored); the hashes are copied, not
 -- recomputed, and a reader decodes the JSON, so the few bytes SQLite
--- escapes differently from encoding/json change nothing.
-INSERT INTO audit_batches (tenant_id, first_seq, last_seq, first_time, last_time, prev_hash, hashes, records)
-SELECT tenant_id, seq, seq, time, time, prev_hash, hash, CAST(
+-- escapes differently from encoding/json change nothing (see legacy).
+INSERT INTO audit_batches (tenant_id, first_seq, last_seq, first_time, last_time, prev_hash, hashes, legacy, records)
+SELECT tenant_id, seq, seq, time, time, prev_hash, hash, 1, CAST(
     '{"seq":' || seq ||
     ',"time":' || json_quote(strftime('%Y-%m-%d %H:%M:%S', time / 1000000, 'unixepoch') || printf('.%06d', time % 1000000)) ||
     ',"tenantID":' || json_quote(tenant_id) ||

@@ -53,9 +53,8 @@ var Dialect = sqlstore.Dialect{
 	NotifySeqs: func(tenantID string, types []string, after, head int64, notBefore time.Time, limit int) (string, []any) {
 		return notifySeqs, []any{tenantID, types, after, head, limit, notBefore}
 	},
-	PartitionedEvents: true,
-	PartitionedAudit:  true,
-	RecentEvents:      recentEvents,
+	PartitionedLogs: true,
+	RecentEvents:    recentEvents,
 	InsertEvents: `INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body, trace_parent)
 		SELECT t, s, i, ty, o, r, ARRAY(SELECT jsonb_array_elements_text(u::jsonb)), b::jsonb, tp
 		FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[], $7::text[], $8::text[], $9::text[])
@@ -104,18 +103,20 @@ type Options struct {
 	// pool_max_conns, else max(4, runtime.NumCPU())). Size it against the
 	// server's max_connections divided by the number of processes.
 	MaxConns int32
-	// PartitionInterval is the range of received_at one partition of the
-	// event log covers (DefaultPartitionInterval when zero): retention
+	// PartitionInterval is the range of time one partition of the event
+	// log (by received_at) and of the audit log (by last_time) covers
+	// (DefaultPartitionInterval when zero): retention
 	// drops an event with its partition, up to one interval after the
 	// event itself expired. Choose it so that a partition holds some
 	// millions of events at most; an hour suits a log that grows by
 	// millions a day. Processes sharing a database should agree on it.
 	PartitionInterval time.Duration
 	// PartitionsAhead is how many intervals past now the partitions are
-	// created ahead of time (DefaultPartitionsAhead when zero): appends
-	// fail once received_at has no partition, so it must outlast any
-	// pause of every process's retention clean-up
-	// (events.Config.CleanupEvery).
+	// created ahead of time (DefaultPartitionsAhead when zero), so that
+	// appends find them made; it should outlast any pause of every
+	// process's retention clean-up (events.Config.CleanupEvery). A write
+	// whose row finds none still succeeds: it makes the partitions up to
+	// now first, waiting for the partition lease.
 	PartitionsAhead int
 }
 

@@ -26,7 +26,7 @@ const lockEventHead = `INSERT INTO event_heads (tenant_id, seq) VALUES ($1, 0)
 	RETURNING seq`
 
 // The head lock, head advance and user row of a partitioned log (see
-// Dialect.PartitionedEvents): the head carries the last received_at.
+// Dialect.PartitionedLogs): the head carries the last received_at.
 const (
 	lockEventHeadAt = `INSERT INTO event_heads (tenant_id, seq) VALUES ($1, 0)
 	ON CONFLICT (tenant_id) DO UPDATE SET seq = event_heads.seq
@@ -86,7 +86,7 @@ type eventAppend struct {
 
 func newEventAppend(evs []*events.Event, d *Dialect) *eventAppend {
 	a := &eventAppend{evs: evs, d: d}
-	if d.PartitionedEvents {
+	if d.PartitionedLogs {
 		a.at = make(map[string]time.Time)
 	}
 	for _, e := range evs {
@@ -225,7 +225,7 @@ func (s *Store) eventWhere(tenantID string, q events.Query, since *time.Time) (f
 	}
 	if q.UserID != "" {
 		from = `event_users u JOIN events e ON e.tenant_id = u.tenant_id AND e.seq = u.seq`
-		if s.d.PartitionedEvents {
+		if s.d.PartitionedLogs {
 			// Each probe of events prunes to the row's partition.
 			from += ` AND e.received_at = u.received_at`
 		}
@@ -363,7 +363,7 @@ func (s *Store) eventQueries(tenantID string, q events.Query, since *time.Time) 
 	n := strconv.Itoa(len(args) + 1)
 	page = `SELECT ` + eventCols + ` FROM ` + from + ` WHERE ` + where + ` ORDER BY ` + order + ` DESC LIMIT $` + n + ` OFFSET $` + strconv.Itoa(len(args)+2)
 	inner := ``
-	if s.d.PartitionedEvents {
+	if s.d.PartitionedLogs {
 		// The count walks the page's index too, and stops at its limit:
 		// left to choose, PostgreSQL's planner reads the whole of a
 		// partition's type range into a bitmap first.
@@ -435,7 +435,7 @@ func (s *Store) DeleteEventsBefore(ctx context.Context, tenantID string, cutoff 
 		b := &Batch{}
 		for _, g := range doomed {
 			for _, u := range g.users {
-				if s.d.PartitionedEvents {
+				if s.d.PartitionedLogs {
 					b.Exec(nil, `DELETE FROM event_users WHERE tenant_id = $1 AND user_id = $2 AND seq = $3 AND received_at = $4`, g.tenant, u, g.seq, g.at)
 				} else {
 					b.Exec(nil, `DELETE FROM event_users WHERE tenant_id = $1 AND user_id = $2 AND seq = $3`, g.tenant, u, g.seq)

@@ -147,7 +147,7 @@ var endOfTime = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
 // partitions are never dropped, and those made during a scan begin after
 // its head's records.
 func (s *Store) auditPartitionEnds(ctx context.Context) ([]time.Time, error) {
-	if !s.d.PartitionedAudit {
+	if !s.d.PartitionedLogs {
 		return nil, nil
 	}
 	return list(ctx, s, s.c.Read(), func(row Row) (time.Time, error) {

@@ -52,16 +52,24 @@ func (s *Store) scanAuthCode(row Row) (oidc.AuthCode, error) {
 // (in any process) exactly one gets the row; the others, and every later
 // caller, read it used.
 func (s *Store) TakeAuthCode(ctx context.Context, hash []byte, now time.Time) (oidc.AuthCode, error) {
-	c, err := s.scanAuthCode(s.c.Write().QueryRow(ctx, `UPDATE oidc_codes SET used_at = $1 WHERE hash = $2 AND (used_at IS NULL OR used_at = $3)
-		RETURNING `+oidcCodeCols, now, hash, noTime))
+	return takeOnce(ctx, s, s.scanAuthCode, "oidc_codes", oidcCodeCols, hash, now, func(c *oidc.AuthCode) { c.UsedAt = nil })
+}
+
+// takeOnce marks the row of table with hash used at now and returns it as
+// it was, unused, to the one caller whose UPDATE matched it; every other
+// caller gets the row as stored, used. unused empties the used time of a
+// scanned row.
+func takeOnce[T any](ctx context.Context, s *Store, scan func(Row) (T, error), table, cols string, hash []byte, now time.Time, unused func(*T)) (T, error) {
+	v, err := scan(s.c.Write().QueryRow(ctx, `UPDATE `+table+` SET used_at = $1 WHERE hash = $2 AND (used_at IS NULL OR used_at = $3)
+		RETURNING `+cols, now, hash, noTime))
 	if err == nil {
-		c.UsedAt = nil // as it was before this call
-		return c, nil
+		unused(&v) // as it was before this call
+		return v, nil
 	}
 	if !fault.Is(fault.NotFound, err) {
-		return oidc.AuthCode{}, err
+		return v, err
 	}
-	return s.scanAuthCode(s.c.Read().QueryRow(ctx, `SELECT `+oidcCodeCols+` FROM oidc_codes WHERE hash = $1`, hash))
+	return scan(s.c.Read().QueryRow(ctx, `SELECT `+cols+` FROM `+table+` WHERE hash = $1`, hash))
 }
 
 const oidcRefreshCols = `hash, grant_id, client_id, tenant_id, user_id, scope, sid, amr, auth_time, access_jti, created_at, expires_at, used_at`
@@ -94,16 +102,7 @@ func (s *Store) scanOIDCRefresh(row Row) (oidc.RefreshToken, error) {
 
 // TakeOIDCRefreshToken implements oidc.Store, as TakeAuthCode.
 func (s *Store) TakeOIDCRefreshToken(ctx context.Context, hash []byte, now time.Time) (oidc.RefreshToken, error) {
-	t, err := s.scanOIDCRefresh(s.c.Write().QueryRow(ctx, `UPDATE oidc_refresh_tokens SET used_at = $1 WHERE hash = $2 AND (used_at IS NULL OR used_at = $3)
-		RETURNING `+oidcRefreshCols, now, hash, noTime))
-	if err == nil {
-		t.UsedAt = nil
-		return t, nil
-	}
-	if !fault.Is(fault.NotFound, err) {
-		return oidc.RefreshToken{}, err
-	}
-	return s.scanOIDCRefresh(s.c.Read().QueryRow(ctx, `SELECT `+oidcRefreshCols+` FROM oidc_refresh_tokens WHERE hash = $1`, hash))
+	return takeOnce(ctx, s, s.scanOIDCRefresh, "oidc_refresh_tokens", oidcRefreshCols, hash, now, func(t *oidc.RefreshToken) { t.UsedAt = nil })
 }
 
 // RevokeOIDCGrant implements oidc.Store.

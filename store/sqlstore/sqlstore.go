@@ -93,20 +93,19 @@ type Dialect struct {
 	// NotifySeqs returns the query (and its arguments) of the merge of
 	// one index-only walk of events_by_type per type: the first limit
 	// seqs in (after, head] of any of types, in order. A database with
-	// PartitionedEvents also leaves out events received before notBefore
+	// PartitionedLogs also leaves out events received before notBefore
 	// (which prunes the partitions), others may keep them.
 	NotifySeqs func(tenantID string, types []string, after, head int64, notBefore time.Time, limit int) (string, []any)
-	// PartitionedEvents says the events and event_users tables are
-	// partitioned by received_at (PostgreSQL): event_heads keeps the
-	// received_at of each tenant's last event and an append raises an
-	// earlier one to it, so that received_at never decreases along a
-	// tenant's seqs; user rows carry their event's received_at.
-	PartitionedEvents bool
-	// PartitionedAudit says audit_batches is partitioned by last_time,
-	// its partitions listed in log_partitions (PostgreSQL): an export's
-	// windows then bound last_time from above by the end of the partition
-	// they read, so that each probes one partition, not every later one.
-	PartitionedAudit bool
+	// PartitionedLogs says the logs are partitioned, their partitions
+	// listed in log_partitions (PostgreSQL). The events and event_users
+	// tables by received_at: event_heads keeps the received_at of each
+	// tenant's last event and an append raises an earlier one to it, so
+	// that received_at never decreases along a tenant's seqs; user rows
+	// carry their event's received_at. audit_batches by last_time: an
+	// export's windows bound last_time from above by the end of the
+	// partition they read, so that each probes one partition, not every
+	// later one.
+	PartitionedLogs bool
 	// RecentEvents, when set, is a query of one value: the received_at
 	// from which on a tenant's (bound as $1) newest events lie, chosen so
 	// that the database reads little to find them (on a partitioned log,

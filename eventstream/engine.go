@@ -236,13 +236,17 @@ func (e *Engine) Run(ctx context.Context) error {
 			w := &worker{cancel: cancel, done: make(chan struct{}), until: sub.LeaseUntil}
 			running[k] = w
 			go func() {
-				defer close(w.done)
+				// The loop is woken only once done is closed (deferred
+				// calls run last first): woken before, it would find the
+				// worker still running and release its lease only a
+				// renewal later.
 				defer func() {
 					select {
 					case exited <- struct{}{}:
 					default:
 					}
 				}()
+				defer close(w.done)
 				e.work(wctx, k)
 			}()
 		}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/idempotency"
+	"github.com/latchkey/latchkey/internal/gather"
 	"github.com/latchkey/latchkey/internal/ids"
 	"github.com/latchkey/latchkey/internal/tracing"
 )
@@ -46,6 +46,11 @@ type Recorder struct {
 
 	batches, records atomic.Int64
 	observer         atomic.Pointer[func(n int)]
+
+	// gatherer makes the writer wait for more records while the
+	// processors are saturated, so that more records share each commit's
+	// fsync.
+	gatherer *gather.Gatherer
 }
 
 // instanceKey names a tenant's service instance of one source.
@@ -77,12 +82,12 @@ type pending struct {
 // MaxBatch bounds how many records one transaction holds.
 const MaxBatch = 512
 
-// gatherYields is how many times the writer yields, when the queue is
-// empty, before committing what it has.
-const gatherYields = 3
-
 // NewRecorder starts a recorder writing to store; Close stops it.
 func NewRecorder(store LogStore, c clock.Clock, log *slog.Logger) *Recorder {
+	return newRecorder(store, c, log, gather.New())
+}
+
+func newRecorder(store LogStore, c clock.Clock, log *slog.Logger, g *gather.Gatherer) *Recorder {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -92,6 +97,7 @@ func NewRecorder(store LogStore, c clock.Clock, log *slog.Logger) *Recorder {
 		stop:      make(chan struct{}),
 		stopped:   make(chan struct{}),
 		instances: make(map[instanceKey]string),
+		gatherer:  g,
 	}
 	go r.loop()
 	return r
@@ -263,24 +269,34 @@ func (r *Recorder) loop() {
 			}
 		}
 		batch = append(batch[:0], first)
-		// Gather what is queued; then yield the processor a few times, so
-		// that requests already being handled can add their records to this
-		// commit instead of each paying for one of their own.
-		for yields := 0; len(batch) < MaxBatch; {
-			select {
-			case p := <-r.queue:
-				batch = append(batch, p)
-				continue
-			default:
-			}
-			if yields == gatherYields {
-				break
-			}
-			yields++
-			runtime.Gosched()
-		}
+		batch = r.gather(batch)
 		r.flush(batch, recs[:0])
 	}
+}
+
+// gather adds the queued records to batch, then waits for more while the
+// processors are saturated (see package gather).
+func (r *Recorder) gather(batch []*pending) []*pending {
+	batch = r.drain(batch)
+	r.gatherer.Wait(func() bool { return len(batch) == MaxBatch }, func() bool {
+		n := len(batch)
+		batch = r.drain(batch)
+		return len(batch) > n
+	})
+	return batch
+}
+
+// drain adds what is queued now to batch, up to MaxBatch.
+func (r *Recorder) drain(batch []*pending) []*pending {
+	for len(batch) < MaxBatch {
+		select {
+		case p := <-r.queue:
+			batch = append(batch, p)
+		default:
+			return batch
+		}
+	}
+	return batch
 }
 
 func (r *Recorder) flush(batch []*pending, recs []*Record) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/clock/clocktest"
+	"github.com/latchkey/latchkey/internal/gather"
 )
 
 // gatedStore is a LogStore whose appends wait for the test to open a gate,
@@ -132,4 +133,107 @@ func TestBuildAssignsTraceID(t *testing.T) {
 	if err != nil || rec.TraceID != "from-request" {
 		t.Errorf("Build = %+v, %v; want the context's trace id", rec, err)
 	}
+}
+
+// pauser stands in for the writer's pause in its gather: each pause waits
+// for the test, which queues records (or not) and then resumes it. After
+// release, pauses return at once, so a failed test can close the recorder.
+type pauser struct{ paused, resume, released chan struct{} }
+
+func newPauser() *pauser {
+	return &pauser{paused: make(chan struct{}), resume: make(chan struct{}), released: make(chan struct{})}
+}
+
+func (p *pauser) pause() {
+	select {
+	case p.paused <- struct{}{}:
+	case <-p.released:
+		return
+	}
+	select {
+	case <-p.resume:
+	case <-p.released:
+	}
+}
+
+func (p *pauser) release() { close(p.released) }
+
+// recordAsync starts n Record calls; their results arrive on the returned
+// channel.
+func recordAsync(r *Recorder, n int) <-chan error {
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			errs <- r.Record(context.Background(), Entry{TenantID: "t", Source: SourcePlatform, Action: "a"})
+		}()
+	}
+	return errs
+}
+
+func wantOK(t *testing.T, errs <-chan error, n int) {
+	t.Helper()
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// While the processors are saturated, the writer pauses before committing
+// and takes the records that arrived meanwhile into the same commit; a pause
+// that brings nothing ends the wait.
+func TestRecorderGathersWhileProcessorsAreBusy(t *testing.T) {
+	open := make(chan struct{})
+	close(open)
+	st := &gatedStore{gate: open, entered: make(chan int, 1)}
+	p := newPauser()
+	r := newRecorder(st, clocktest.New(time.Unix(0, 0)), nil, gather.NewForTest(func() bool { return true }, p.pause))
+	defer r.Close()
+	defer p.release()
+
+	first := recordAsync(r, 1)
+	if n := nextStep(p, st); n != paused {
+		t.Fatalf("commit of %d records; want a pause for more", n)
+	}
+	later := recordAsync(r, 2)
+	waitQueued(t, r, 2)
+	p.resume <- struct{}{}
+	if n := nextStep(p, st); n != paused { // two arrived: it waits once more
+		t.Fatalf("commit of %d records; want another pause", n)
+	}
+	p.resume <- struct{}{}
+	if n := nextStep(p, st); n != 3 {
+		t.Fatalf("step %d, want a commit of the 3 records that arrived before a pause brought nothing", n)
+	}
+	wantOK(t, first, 1)
+	wantOK(t, later, 2)
+}
+
+// paused is nextStep's answer when the writer pauses.
+const paused = -1
+
+// nextStep waits for the writer's next step: a pause, or a commit (its
+// size).
+func nextStep(p *pauser, st *gatedStore) int {
+	select {
+	case <-p.paused:
+		return paused
+	case n := <-st.entered:
+		return n
+	}
+}
+
+// When the processors are not saturated, the writer commits what is queued
+// at once: a pause would leave the cores idle while the clients wait.
+func TestRecorderCommitsAtOnceWhenProcessorsAreIdle(t *testing.T) {
+	open := make(chan struct{})
+	close(open)
+	st := &gatedStore{gate: open, entered: make(chan int, 1)}
+	r := newRecorder(st, clocktest.New(time.Unix(0, 0)), nil, gather.NewForTest(func() bool { return false }, func() { t.Error("the writer paused with idle processors") }))
+	defer r.Close()
+	errs := recordAsync(r, 1)
+	if n := <-st.entered; n != 1 {
+		t.Fatalf("commit of %d records, want 1", n)
+	}
+	wantOK(t, errs, 1)
 }

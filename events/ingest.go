@@ -24,9 +24,13 @@ const MaxIngestBatch = 4096
 // ingestYields is how many times the ingester yields the processor, when
 // its queue is empty, before committing what it has gathered: posts already
 // being handled (parsed, validated) then join this commit instead of each
-// paying for one of their own. It is the audit recorder's gathering, for
-// the same reason: on a small machine the writer otherwise wakes for the
-// first queued post and commits it nearly alone.
+// paying for one of their own; on a small machine the writer otherwise
+// wakes for the first queued post and commits it nearly alone. The audit
+// recorder instead waits up to a millisecond while the processors are
+// saturated (package gather); here that raised the posts per commit from
+// 17 to 24 but not the posts per second (docs/performance.md, "The audit
+// writer waits while the cores are saturated"), so the ingester keeps its
+// yields.
 const ingestYields = 3
 
 // ingester group-commits appends, as audit.Recorder does for audit

@@ -2,26 +2,25 @@ package idempotency
 
 import (
 	"context"
-	"runtime"
 	"sync"
+
+	"github.com/latchkey/latchkey/internal/gather"
 )
 
-// gatherYields is how many times a batch's leader yields the processor
-// before taking what is queued, so that requests being handled at the
-// same moment join its commit (as audit.Recorder gathers records).
-const gatherYields = 3
-
 // group runs calls in shared batches without a goroutine of its own:
-// the first caller to find no batch running leads; it yields a few times,
-// takes every queued call and runs them as one batch; when it is done, the
-// first call queued meanwhile leads the next batch. Each caller returns
-// once its own batch ran.
+// the first caller to find no batch running leads; while the processors
+// are saturated it waits for more calls (package gather, as audit.Recorder
+// gathers records), then takes every queued call and runs them as one
+// batch; when it is done, the first call queued meanwhile leads the next
+// batch. Each caller returns once its own batch ran.
 type group[T, R any] struct {
 	run func(ctx context.Context, vs []T) ([]R, error)
 
 	mu      sync.Mutex
 	running bool
 	queue   []*groupCall[T, R]
+	// gatherer is used by the leader alone; nil until the first batch.
+	gatherer *gather.Gatherer
 }
 
 type groupCall[T, R any] struct {
@@ -48,11 +47,24 @@ func (g *group[T, R]) do(ctx context.Context, v T) (R, error) {
 		}
 	} else {
 		g.running = true
+		if g.gatherer == nil {
+			g.gatherer = gather.New()
+		}
 		g.mu.Unlock()
 	}
-	for range gatherYields {
-		runtime.Gosched()
-	}
+	// The leader waits for calls queued meanwhile while the processors are
+	// saturated.
+	g.mu.Lock()
+	seen := len(g.queue)
+	g.mu.Unlock()
+	g.gatherer.Wait(func() bool { return false }, func() bool {
+		g.mu.Lock()
+		n := len(g.queue)
+		g.mu.Unlock()
+		grew := n > seen
+		seen = n
+		return grew
+	})
 	g.mu.Lock()
 	batch := g.queue
 	g.queue = nil

@@ -28,8 +28,8 @@ const MaxIngestBatch = 4096
 // wakes for the first queued post and commits it nearly alone. The audit
 // recorder instead waits up to a millisecond while the processors are
 // saturated (package gather); here that raised the posts per commit from
-// 17 to 24 but not the posts per second (docs/performance.md, "The audit
-// writer waits while the cores are saturated"), so the ingester keeps its
+// 17 to 24 but not the posts per second (docs/performance.md, "P1: the
+// audit writer waits while the cores are saturated"), so the ingester keeps its
 // yields.
 const ingestYields = 3
 

@@ -25,7 +25,7 @@ const (
 	// MaxPauses bounds the waits before one commit (about a millisecond).
 	MaxPauses = 10
 	// backlogPerProc is how many runnable goroutines per processor make a
-	// backlog. Measured on P1 with 2 to 128 loopback clients on 2 cores,
+	// backlog. Measured on P1 with 8 to 64 loopback clients on 2 cores,
 	// one or two per processor left the cores idle during pauses and
 	// lowered throughput at 16 and 32 clients; four per processor did not
 	// (docs/performance.md).

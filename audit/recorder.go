@@ -253,32 +253,46 @@ func (r *Recorder) loop() {
 	defer close(r.stopped)
 	batch := make([]*pending, 0, MaxBatch)
 	recs := make([]*Record, 0, MaxBatch)
+	// woken is how many callers the last commit answered, when the next
+	// record was already queued as it ended: they are runnable now, and
+	// not a backlog of other work.
+	woken := 0
 	for {
 		var first *pending
 		select {
 		case first = <-r.queue:
-		case <-r.stop:
-			// Drain what was queued before Close so no caller waits forever.
-			for {
-				select {
-				case p := <-r.queue:
-					r.flush([]*pending{p}, recs[:0])
-				default:
-					return
+		default:
+			woken = 0
+		}
+		if first == nil {
+			select {
+			case first = <-r.queue:
+			case <-r.stop:
+				// Drain what was queued before Close so no caller waits
+				// forever.
+				for {
+					select {
+					case p := <-r.queue:
+						r.flush([]*pending{p}, recs[:0])
+					default:
+						return
+					}
 				}
 			}
 		}
 		batch = append(batch[:0], first)
-		batch = r.gather(batch)
+		batch = r.gather(batch, woken)
 		r.flush(batch, recs[:0])
+		woken = len(batch)
 	}
 }
 
 // gather adds the queued records to batch, then waits for more while the
-// processors are saturated (see package gather).
-func (r *Recorder) gather(batch []*pending) []*pending {
+// processors are saturated (see package gather); woken callers of the last
+// commit do not count as a backlog.
+func (r *Recorder) gather(batch []*pending, woken int) []*pending {
 	batch = r.drain(batch)
-	r.gatherer.Wait(func() bool { return len(batch) == MaxBatch }, func() bool {
+	r.gatherer.Wait(woken, func() bool { return len(batch) == MaxBatch }, func() bool {
 		n := len(batch)
 		batch = r.drain(batch)
 		return len(batch) > n

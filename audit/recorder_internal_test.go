@@ -56,42 +56,31 @@ func waitQueued(t *testing.T, r *Recorder, n int) {
 // Records that arrive while a batch is being written share the next
 // transaction, and nobody returns before their own batch is stored.
 func TestRecorderGroupCommits(t *testing.T) {
-	st := &gatedStore{gate: make(chan struct{}), entered: make(chan int, 2)}
+	st := &gatedStore{gate: make(chan struct{}), entered: make(chan int, 64)}
 	r := NewRecorder(st, clocktest.New(time.Unix(0, 0)), nil)
 	defer r.Close()
-	entry := Entry{TenantID: "t", Source: SourcePlatform, Action: "a"}
+	defer close(st.gate) // lets a failed test close the recorder
 
-	first := make(chan error, 1)
-	go func() { first <- r.Record(context.Background(), entry) }()
+	first := recordAsync(r, 1)
 	// The first record is taken off the queue and its append waits at the gate.
-	if n := <-st.entered; n != 1 {
+	if n := nextStep(t, nil, st); n != 1 {
 		t.Fatalf("first batch has %d records", n)
 	}
 	const more = 10
-	results := make(chan error, more)
-	for range more {
-		go func() { results <- r.Record(context.Background(), entry) }()
-	}
+	results := recordAsync(r, more)
 	waitQueued(t, r, more)
 	select {
 	case err := <-first:
 		t.Fatalf("Record returned before its batch was stored: %v", err)
 	default:
 	}
-	close(st.gate)
-	if err := <-first; err != nil {
-		t.Fatal(err)
+	st.gate <- struct{}{}
+	wantOK(t, first, 1)
+	if n := nextStep(t, nil, st); n != more {
+		t.Fatalf("second batch has %d records, want %d: concurrent records must share one append", n, more)
 	}
-	for range more {
-		if err := <-results; err != nil {
-			t.Fatal(err)
-		}
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	if len(st.batches) != 2 || st.batches[0] != 1 || st.batches[1] != more {
-		t.Fatalf("batches = %v, want [1 %d]: concurrent records must share one append", st.batches, more)
-	}
+	st.gate <- struct{}{}
+	wantOK(t, results, more)
 }
 
 // When the store fails, every caller of the failed batch gets the error, so
@@ -158,6 +147,20 @@ func (p *pauser) pause() {
 
 func (p *pauser) release() { close(p.released) }
 
+// saturated is a backlog count far above any threshold.
+const saturated = 1 << 20
+
+// gathererFor returns a Gatherer whose backlog count is backlog and whose
+// pause is p's (nil: a pause fails the test).
+func gathererFor(t *testing.T, backlog int, p *pauser) *gather.Gatherer {
+	pause := func() { t.Error("the writer paused") }
+	if p != nil {
+		pause = p.pause
+	}
+	// A clock that stands still: gather.MaxWait never ends the wait here.
+	return gather.NewForTest(func() int { return backlog }, pause, func() time.Time { return time.Unix(0, 0) })
+}
+
 // recordAsync starts n Record calls; their results arrive on the returned
 // channel.
 func recordAsync(r *Recorder, n int) <-chan error {
@@ -173,9 +176,36 @@ func recordAsync(r *Recorder, n int) <-chan error {
 func wantOK(t *testing.T, errs <-chan error, n int) {
 	t.Helper()
 	for range n {
-		if err := <-errs; err != nil {
-			t.Fatal(err)
+		select {
+		case err := <-errs:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("Record did not return")
 		}
+	}
+}
+
+// paused is nextStep's answer when the writer pauses.
+const paused = -1
+
+// nextStep waits for the writer's next step: a pause, or a commit (its
+// size).
+func nextStep(t *testing.T, p *pauser, st *gatedStore) int {
+	t.Helper()
+	var pc chan struct{}
+	if p != nil {
+		pc = p.paused
+	}
+	select {
+	case <-pc:
+		return paused
+	case n := <-st.entered:
+		return n
+	case <-time.After(10 * time.Second):
+		t.Fatal("the writer neither paused nor committed")
+		return 0
 	}
 }
 
@@ -185,55 +215,88 @@ func wantOK(t *testing.T, errs <-chan error, n int) {
 func TestRecorderGathersWhileProcessorsAreBusy(t *testing.T) {
 	open := make(chan struct{})
 	close(open)
-	st := &gatedStore{gate: open, entered: make(chan int, 1)}
+	st := &gatedStore{gate: open, entered: make(chan int, 64)}
 	p := newPauser()
-	r := newRecorder(st, clocktest.New(time.Unix(0, 0)), nil, gather.NewForTest(func() bool { return true }, p.pause))
+	r := newRecorder(st, clocktest.New(time.Unix(0, 0)), nil, gathererFor(t, saturated, p))
 	defer r.Close()
 	defer p.release()
 
 	first := recordAsync(r, 1)
-	if n := nextStep(p, st); n != paused {
+	if n := nextStep(t, p, st); n != paused {
 		t.Fatalf("commit of %d records; want a pause for more", n)
 	}
 	later := recordAsync(r, 2)
 	waitQueued(t, r, 2)
 	p.resume <- struct{}{}
-	if n := nextStep(p, st); n != paused { // two arrived: it waits once more
+	if n := nextStep(t, p, st); n != paused { // two arrived: it waits once more
 		t.Fatalf("commit of %d records; want another pause", n)
 	}
 	p.resume <- struct{}{}
-	if n := nextStep(p, st); n != 3 {
+	if n := nextStep(t, p, st); n != 3 {
 		t.Fatalf("step %d, want a commit of the 3 records that arrived before a pause brought nothing", n)
 	}
 	wantOK(t, first, 1)
 	wantOK(t, later, 2)
 }
 
-// paused is nextStep's answer when the writer pauses.
-const paused = -1
-
-// nextStep waits for the writer's next step: a pause, or a commit (its
-// size).
-func nextStep(p *pauser, st *gatedStore) int {
-	select {
-	case <-p.paused:
-		return paused
-	case n := <-st.entered:
-		return n
-	}
-}
-
 // When the processors are not saturated, the writer commits what is queued
 // at once: a pause would leave the cores idle while the clients wait.
 func TestRecorderCommitsAtOnceWhenProcessorsAreIdle(t *testing.T) {
-	open := make(chan struct{})
-	close(open)
-	st := &gatedStore{gate: open, entered: make(chan int, 1)}
-	r := newRecorder(st, clocktest.New(time.Unix(0, 0)), nil, gather.NewForTest(func() bool { return false }, func() { t.Error("the writer paused with idle processors") }))
+	st := &gatedStore{gate: make(chan struct{}), entered: make(chan int, 64)}
+	r := newRecorder(st, clocktest.New(time.Unix(0, 0)), nil, gathererFor(t, 0, nil))
 	defer r.Close()
-	errs := recordAsync(r, 1)
-	if n := <-st.entered; n != 1 {
+	defer close(st.gate) // lets a failed test close the recorder
+	first := recordAsync(r, 1)
+	if n := nextStep(t, nil, st); n != 1 {
 		t.Fatalf("commit of %d records, want 1", n)
 	}
-	wantOK(t, errs, 1)
+	// What queues during a commit is the next commit, whole.
+	more := recordAsync(r, 5)
+	waitQueued(t, r, 5)
+	st.gate <- struct{}{}
+	if n := nextStep(t, nil, st); n != 5 {
+		t.Fatalf("commit of %d records, want the 5 queued", n)
+	}
+	st.gate <- struct{}{}
+	wantOK(t, first, 1)
+	wantOK(t, more, 5)
+}
+
+// The callers a commit has just answered are runnable when the next commit
+// gathers; they are not a backlog, so they do not make the writer pause.
+func TestRecorderDiscountsTheCallersItWoke(t *testing.T) {
+	st := &gatedStore{gate: make(chan struct{}), entered: make(chan int, 64)}
+	p := newPauser()
+	// A backlog of the threshold plus 3: enough to pause, unless the 4
+	// callers of the previous commit are set aside.
+	limit := 4 * runtime.GOMAXPROCS(0)
+	r := newRecorder(st, clocktest.New(time.Unix(0, 0)), nil, gathererFor(t, limit+3, p))
+	defer r.Close()
+	defer p.release()
+	defer close(st.gate)
+
+	first := recordAsync(r, 1)
+	if n := nextStep(t, p, st); n != paused {
+		t.Fatalf("commit of %d records; want a pause (the writer woke nobody yet)", n)
+	}
+	more := recordAsync(r, 3)
+	waitQueued(t, r, 3)
+	p.resume <- struct{}{}
+	if n := nextStep(t, p, st); n != paused {
+		t.Fatalf("commit of %d records; want another pause", n)
+	}
+	p.resume <- struct{}{}
+	if n := nextStep(t, p, st); n != 4 {
+		t.Fatalf("step %d, want a commit of 4", n)
+	}
+	last := recordAsync(r, 1) // queued while the commit of 4 is held
+	waitQueued(t, r, 1)
+	st.gate <- struct{}{}
+	if n := nextStep(t, p, st); n != 1 {
+		t.Fatalf("step %d, want a commit of 1 at once: the 4 callers just answered are no backlog", n)
+	}
+	st.gate <- struct{}{}
+	wantOK(t, first, 1)
+	wantOK(t, more, 3)
+	wantOK(t, last, 1)
 }

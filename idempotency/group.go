@@ -19,8 +19,12 @@ type group[T, R any] struct {
 	mu      sync.Mutex
 	running bool
 	queue   []*groupCall[T, R]
-	// gatherer is used by the leader alone; nil until the first batch.
+	// gatherer is used by the leader alone; nil until the first batch
+	// unless a test sets it.
 	gatherer *gather.Gatherer
+	// answered is how many callers the last batch woke before it handed
+	// the lead on: runnable then, and not a backlog of other work.
+	answered int
 }
 
 type groupCall[T, R any] struct {
@@ -38,6 +42,7 @@ func (g *group[T, R]) do(ctx context.Context, v T) (R, error) {
 	c := &groupCall[T, R]{v: v, done: make(chan struct{}), lead: make(chan struct{})}
 	g.mu.Lock()
 	g.queue = append(g.queue, c)
+	woken := 0
 	if g.running {
 		g.mu.Unlock()
 		select {
@@ -45,19 +50,19 @@ func (g *group[T, R]) do(ctx context.Context, v T) (R, error) {
 			return c.r, c.err
 		case <-c.lead:
 		}
+		g.mu.Lock()
+		woken = g.answered
 	} else {
 		g.running = true
 		if g.gatherer == nil {
 			g.gatherer = gather.New()
 		}
-		g.mu.Unlock()
 	}
+	gatherer, seen := g.gatherer, len(g.queue)
+	g.mu.Unlock()
 	// The leader waits for calls queued meanwhile while the processors are
 	// saturated.
-	g.mu.Lock()
-	seen := len(g.queue)
-	g.mu.Unlock()
-	g.gatherer.Wait(func() bool { return false }, func() bool {
+	gatherer.Wait(woken, func() bool { return false }, func() bool {
 		g.mu.Lock()
 		n := len(g.queue)
 		g.mu.Unlock()
@@ -82,6 +87,7 @@ func (g *group[T, R]) do(ctx context.Context, v T) (R, error) {
 		close(b.done)
 	}
 	g.mu.Lock()
+	g.answered = len(batch)
 	if len(g.queue) > 0 {
 		close(g.queue[0].lead)
 	} else {

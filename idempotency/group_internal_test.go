@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/latchkey/latchkey/internal/gather"
 )
 
 // Calls that arrive while a batch runs are run together in the next
@@ -80,5 +82,57 @@ func TestGroupBatchesWaitingCalls(t *testing.T) {
 	defer g.mu.Unlock()
 	if g.running || len(g.queue) != 0 {
 		t.Error("group left running")
+	}
+}
+
+// While the processors are saturated, a leader pauses and takes the calls
+// that arrived meanwhile into its batch.
+func TestGroupLeaderGathersWhileBusy(t *testing.T) {
+	paused, resume := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var sizes []int
+	g := &group[int, int]{
+		run: func(_ context.Context, vs []int) ([]int, error) {
+			mu.Lock()
+			sizes = append(sizes, len(vs))
+			mu.Unlock()
+			return vs, nil
+		},
+		gatherer: gather.NewForTest(func() int { return 1 << 20 }, func() { paused <- struct{}{}; <-resume }, func() time.Time { return time.Unix(0, 0) }),
+	}
+	step := func(what string) {
+		t.Helper()
+		select {
+		case <-paused:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("the leader did not pause %s", what)
+		}
+	}
+	ctx := context.Background()
+	done := make(chan int, 2)
+	go func() { r, _ := g.do(ctx, 1); done <- r }()
+	step("before running its batch")
+	go func() { r, _ := g.do(ctx, 2); done <- r }()
+	for deadline := time.Now().Add(10 * time.Second); ; runtime.Gosched() {
+		g.mu.Lock()
+		n := len(g.queue)
+		g.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second call was not queued")
+		}
+	}
+	resume <- struct{}{}
+	step("again after a call arrived")
+	resume <- struct{}{}
+	if a, b := <-done, <-done; a+b != 3 {
+		t.Fatalf("results %d and %d, want 1 and 2", a, b)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sizes) != 1 || sizes[0] != 2 {
+		t.Fatalf("batches %v, want one batch of 2", sizes)
 	}
 }

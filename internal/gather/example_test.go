@@ -25,7 +25,7 @@ func Example() {
 		}
 	}
 	take()
-	gather.New().Wait(func() bool { return len(batch) == 16 }, take)
+	gather.New().Wait(0, func() bool { return len(batch) == 16 }, take)
 	fmt.Println("commit", batch)
 	// Output: commit [1 2]
 }

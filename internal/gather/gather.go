@@ -10,7 +10,7 @@
 // otherwise: when the backlog is short, the cores idle during the wait
 // while the clients wait on the commit. So a Gatherer waits only while the
 // scheduler has a backlog of runnable goroutines, a short pause at a time,
-// for a bounded number of pauses.
+// for a bounded time.
 package gather
 
 import (
@@ -20,10 +20,16 @@ import (
 )
 
 const (
-	// Pause is how long one wait lasts.
+	// Pause is how long one wait asks to sleep. It lasts longer when the
+	// processors go idle meanwhile (Go's timers then wake through the
+	// network poller, at millisecond resolution on Linux) or when they
+	// run goroutines that do not yield.
 	Pause = 100 * time.Microsecond
-	// MaxPauses bounds the waits before one commit (about a millisecond).
+	// MaxPauses and MaxWait bound one Wait: it pauses no more than
+	// MaxPauses times and starts no pause once MaxWait has passed, so it
+	// lasts at most MaxWait plus one pause.
 	MaxPauses = 10
+	MaxWait   = time.Millisecond
 	// backlogPerProc is how many runnable goroutines per processor make a
 	// backlog. Measured on P1 with 8 to 64 loopback clients on 2 cores,
 	// one or two per processor left the cores idle during pauses and
@@ -35,34 +41,50 @@ const (
 // A Gatherer makes a writer wait for more work while the processors are
 // saturated. It is used by one goroutine at a time.
 type Gatherer struct {
-	busy  func() bool
-	pause func()
+	backlog func() int // runnable goroutines
+	pause   func()
+	now     func() time.Time
 }
 
 // New returns a Gatherer that reads the Go scheduler's count of runnable
 // goroutines and pauses for Pause.
 func New() *Gatherer {
 	p := &probe{sample: []metrics.Sample{{Name: "/sched/goroutines/runnable:goroutines"}}}
-	return &Gatherer{busy: p.saturated, pause: func() { time.Sleep(Pause) }}
+	return &Gatherer{backlog: p.runnable, pause: func() { time.Sleep(Pause) }, now: time.Now}
 }
 
-// NewForTest returns a Gatherer with the given backlog test and pause.
-func NewForTest(busy func() bool, pause func()) *Gatherer {
-	return &Gatherer{busy: busy, pause: pause}
+// NewForTest returns a Gatherer with the given backlog count, pause and
+// clock.
+func NewForTest(backlog func() int, pause func(), now func() time.Time) *Gatherer {
+	return &Gatherer{backlog: backlog, pause: pause, now: now}
 }
 
 // Wait pauses while the processors are saturated and full reports false;
 // after each pause it calls take, which adds what arrived to the writer's
 // batch and reports whether anything did. It returns when a pause brought
-// nothing, when the batch is full, when the backlog is gone, or after
-// MaxPauses.
-func (g *Gatherer) Wait(full func() bool, take func() bool) {
-	for range MaxPauses {
-		if full() || !g.busy() {
+// nothing, when the batch is full, when the backlog is gone, or when
+// MaxPauses or MaxWait is reached.
+//
+// woken is how many goroutines the writer itself has just made runnable
+// (the callers its last commit answered, when that commit ended just
+// before): they are not counted as backlog at the first check, since they
+// finish quickly and would leave the cores idle during the pause.
+func (g *Gatherer) Wait(woken int, full func() bool, take func() bool) {
+	limit := backlogPerProc * runtime.GOMAXPROCS(0)
+	start := g.now()
+	for i := range MaxPauses {
+		if full() {
+			return
+		}
+		n := g.backlog()
+		if i == 0 {
+			n -= woken
+		}
+		if n < limit {
 			return
 		}
 		g.pause()
-		if !take() {
+		if !take() || g.now().Sub(start) >= MaxWait {
 			return
 		}
 	}
@@ -72,11 +94,12 @@ func (g *Gatherer) Wait(full func() bool, take func() bool) {
 // for a processor).
 type probe struct{ sample []metrics.Sample }
 
-// saturated reports whether at least backlogPerProc goroutines per
-// processor wait to run. On a Go without the metric it reports false, and
-// writers commit at once.
-func (p *probe) saturated() bool {
+// runnable returns the scheduler's runnable goroutines, or 0 if the
+// runtime does not report them (then writers commit at once).
+func (p *probe) runnable() int {
 	metrics.Read(p.sample)
-	v := p.sample[0].Value
-	return v.Kind() == metrics.KindUint64 && v.Uint64() >= uint64(backlogPerProc*runtime.GOMAXPROCS(0))
+	if v := p.sample[0].Value; v.Kind() == metrics.KindUint64 {
+		return int(min(v.Uint64(), 1<<30))
+	}
+	return 0
 }

@@ -262,9 +262,9 @@ func (r *Recorder) loop() {
 		select {
 		case first = <-r.queue:
 		default:
+			// The queue is empty: by the time a record comes, the last
+			// commit's callers have run.
 			woken = 0
-		}
-		if first == nil {
 			select {
 			case first = <-r.queue:
 			case <-r.stop:

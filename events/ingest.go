@@ -29,8 +29,8 @@ const MaxIngestBatch = 4096
 // recorder instead waits up to a millisecond while the processors are
 // saturated (package gather); here that raised the posts per commit from
 // 17 to 24 but not the posts per second (docs/performance.md, "P1: the
-// audit writer waits while the cores are saturated"), so the ingester keeps its
-// yields.
+// audit writer waits while the cores are saturated"), so the ingester
+// keeps its yields.
 const ingestYields = 3
 
 // ingester group-commits appends, as audit.Recorder does for audit

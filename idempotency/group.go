@@ -19,8 +19,7 @@ type group[T, R any] struct {
 	mu      sync.Mutex
 	running bool
 	queue   []*groupCall[T, R]
-	// gatherer is used by the leader alone; nil until the first batch
-	// unless a test sets it.
+	// gatherer is used by the leader alone; nil: leaders never wait.
 	gatherer *gather.Gatherer
 	// answered is how many callers the last batch woke before it handed
 	// the lead on: runnable then, and not a backlog of other work.
@@ -54,15 +53,12 @@ func (g *group[T, R]) do(ctx context.Context, v T) (R, error) {
 		woken = g.answered
 	} else {
 		g.running = true
-		if g.gatherer == nil {
-			g.gatherer = gather.New()
-		}
 	}
-	gatherer, seen := g.gatherer, len(g.queue)
+	seen := len(g.queue)
 	g.mu.Unlock()
 	// The leader waits for calls queued meanwhile while the processors are
 	// saturated.
-	gatherer.Wait(woken, func() bool { return false }, func() bool {
+	g.gatherer.Wait(woken, func() bool { return false }, func() bool {
 		g.mu.Lock()
 		n := len(g.queue)
 		g.mu.Unlock()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/internal/gather"
 )
 
 // Outcome is what Begin found for a request's key.
@@ -82,6 +83,7 @@ type Keeper struct {
 
 func (k *Keeper) start() {
 	k.init.Do(func() {
+		k.reserves.gatherer, k.finishes.gatherer = gather.New(), gather.New()
 		k.reserves.run = func(ctx context.Context, es []Entry) ([]Entry, error) {
 			ctx, cancel := context.WithTimeout(Detach(ctx), storeTimeout)
 			defer cancel()

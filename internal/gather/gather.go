@@ -39,7 +39,8 @@ const (
 )
 
 // A Gatherer makes a writer wait for more work while the processors are
-// saturated. It is used by one goroutine at a time.
+// saturated. It is used by one goroutine at a time. A nil Gatherer never
+// waits.
 type Gatherer struct {
 	backlog func() int // runnable goroutines
 	pause   func()
@@ -70,6 +71,9 @@ func NewForTest(backlog func() int, pause func(), now func() time.Time) *Gathere
 // before): they are not counted as backlog at the first check, since they
 // finish quickly and would leave the cores idle during the pause.
 func (g *Gatherer) Wait(woken int, full func() bool, take func() bool) {
+	if g == nil {
+		return
+	}
 	limit := backlogPerProc * runtime.GOMAXPROCS(0)
 	start := g.now()
 	for i := range MaxPauses {

@@ -76,8 +76,10 @@ type Service struct {
 	// revs holds the revocations by subject and by token that Authenticate
 	// checks; see revoke.go.
 	revs revocations
-	// replay remembers the DPoP proofs accepted; see dpop.go.
-	replay *replayCache
+	// replay remembers the DPoP proofs accepted, proofHeaders their parsed
+	// headers; see dpop.go.
+	replay       *replayCache
+	proofHeaders *proofHeaderCache
 }
 
 // lookupTTL bounds how long another process's change to a tenant or OAuth
@@ -105,6 +107,8 @@ func NewService(cfg Config) *Service {
 		tenants: ttlcache.New[string, Tenant](lookupTTL, 10_000),
 		clients: ttlcache.New[string, OAuthClient](lookupTTL, 10_000),
 		replay:  newReplayCache(cfg.ReplayCacheSize),
+
+		proofHeaders: &proofHeaderCache{max: proofHeaderCacheSize},
 	}
 	s.revs.ttl = s.maxTokenTTL()
 	s.revs.empty.Store(true)

@@ -20,12 +20,16 @@ import (
 // (self-service, with the platform JWT of a login) and later signs in
 // with it instead of a password. The ceremonies use the JSON forms of
 // WebAuthn Level 3 and go-webauthn's parsing and verification; the
-// credentials are ordinary area C authenticators (provenance self), so
+// credentials are ordinary area C authenticators (provenance inline), so
 // the area C routes, events and audit see them, and the rules of area C
 // (states, counter regressions locking) apply to them unchanged.
 
-// ProvenanceSelf marks an authenticator a user registered themself as a
-// passkey.
+// ProvenanceSelf is what stores before this version kept for a passkey
+// a user registered themself; such rows read as ProvenanceInline.
+//
+// Deprecated: a passkey is added in the service, which the
+// specification's FIDO metadata calls inline (its provenance is imported
+// or inline, nothing else), so passkeys are stored with ProvenanceInline.
 const ProvenanceSelf = "self"
 
 // Ceremonies of the passkey flows (Challenge.Ceremony). They differ from
@@ -217,7 +221,7 @@ func (s *Service) finishPasskeyRegistration(ctx context.Context, t target, flow 
 	if !pcc.Response.AttestationObject.AuthData.Flags.UserVerified() {
 		return Authenticator{}, false, fault.E(fault.Invalid, fault.Field("credential"), "User verification was required but not performed.")
 	}
-	return s.store(ctx, t, v, StateActive, ProvenanceSelf, friendlyName, ActionRegister, meta)
+	return s.store(ctx, t, v, StateActive, ProvenanceInline, friendlyName, ActionRegister, meta)
 }
 
 // ListPasskeys returns every authenticator of the calling user, oldest

@@ -122,11 +122,11 @@ func TestPasskeyRegisterAndSignIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.ID != d.ID() || a.State != authenticator.StateActive || a.Provenance != authenticator.ProvenanceSelf || a.FriendlyName != "Laptop" || a.UserID != f.user.ID {
+	if a.ID != d.ID() || a.State != authenticator.StateActive || a.Provenance != authenticator.ProvenanceInline || a.FriendlyName != "Laptop" || a.UserID != f.user.ID {
 		t.Errorf("registered %+v", a)
 	}
 	// Area C sees it (the API key's view of the user).
-	if c, err := f.svc.Get(ctx, f.key, f.ref, a.ID); err != nil || c.Provenance != "self" {
+	if c, err := f.svc.Get(ctx, f.key, f.ref, a.ID); err != nil || c.Provenance != "inline" {
 		t.Errorf("area C read: %+v %v", c, err)
 	}
 	if diff := cmp.Diff([]string{"301", "301"}, f.events.types()); diff != "" {
@@ -568,7 +568,7 @@ func TestPasskeyRegistrationVectors(t *testing.T) {
 			a, err := f.svc.FinishPasskeyRegistration(t.Context(), f.alice, f.tenant.Code+"."+cd.Challenge, cred, "")
 			attObj, _ := base64.RawURLEncoding.DecodeString(strings.TrimRight(v.AttestationObject, "="))
 			if uv := uvFlag(t, attObj); uv {
-				if err != nil || a.Provenance != authenticator.ProvenanceSelf {
+				if err != nil || a.Provenance != authenticator.ProvenanceInline {
 					t.Fatalf("UV registration refused: %v", err)
 				}
 			} else if !fault.Is(fault.Invalid, err) || !strings.Contains(fault.MessageOf(err), "User verification") {

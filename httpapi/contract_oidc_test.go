@@ -76,14 +76,15 @@ func contractOIDC(t *testing.T, c *contract, f fixture) {
 		body: jsonBody(map[string]any{"name": "bad", "scopes": []string{"openid"}, "grant_types": []string{"authorization_code"}, "redirect_uris": []string{"http://app.example/cb"}})})
 
 	verifier, challenge := pkce("contract")
-	authorize := func(extra url.Values) string {
+	authorizeParams := func(extra url.Values) url.Values {
 		q := url.Values{"response_type": {"code"}, "client_id": {id}, "redirect_uri": {redirect}, "scope": {"openid profile offline_access"},
 			"state": {"st-1"}, "nonce": {"n-1"}, "code_challenge": {challenge}, "code_challenge_method": {"S256"}}
 		for k, v := range extra {
 			q[k] = v
 		}
-		return "/oauth/v1/authorize?" + q.Encode()
+		return q
 	}
+	authorize := func(extra url.Values) string { return "/oauth/v1/authorize?" + authorizeParams(extra).Encode() }
 
 	t.Run("discovery", func(t *testing.T) {
 		c.do(t, call{method: "GET", path: "/.well-known/openid-configuration", want: 200})
@@ -158,6 +159,38 @@ func contractOIDC(t *testing.T, c *contract, f fixture) {
 		exporter := oauthToken(t, c, f.client.id, f.client.secret)
 		c.do(t, call{method: "GET", path: "/oauth/v1/userinfo", token: exporter, want: 403})
 		c.do(t, call{method: "POST", path: "/oauth/v1/userinfo", token: exporter, want: 403})
+	})
+
+	t.Run("authorization request as a form, and revocation of a refresh token", func(t *testing.T) {
+		c.do(t, call{method: "POST", path: "/oauth/v1/authorize", body: []byte(authorizeParams(nil).Encode()), contentType: "text/plain", req: reqInvalid, want: 400})
+		c.do(t, call{method: "POST", path: "/oauth/v1/authorize", body: []byte(authorizeParams(url.Values{"client_id": {"lkc_unknown"}}).Encode()), contentType: form, want: 400})
+		// OpenID Connect Core §3.1.2.1: the same request, posted, answers
+		// as the GET does (here at once, from the session).
+		resp, _ := c.do(t, call{method: "POST", path: "/oauth/v1/authorize", body: []byte(authorizeParams(nil).Encode()), contentType: form,
+			header: http.Header{"Cookie": {"latchkey-oidc=" + session}}, want: 302})
+		back, _ := url.Parse(resp.Header.Get("Location"))
+		if back == nil || back.Query().Get("code") == "" || back.Query().Get("state") != "st-1" {
+			t.Fatalf("posted authorization request redirected to %q", resp.Header.Get("Location"))
+		}
+		_, body := c.do(t, call{method: "POST", path: "/oauth/v1/token", contentType: form, want: 200, body: []byte(url.Values{"grant_type": {"authorization_code"},
+			"code": {back.Query().Get("code")}, "redirect_uri": {redirect}, "code_verifier": {verifier}, "client_id": {id}, "client_secret": {secret}}.Encode())})
+		got := decode[map[string]any](t, body)
+		rt, at := got["refresh_token"].(string), got["access_token"].(string)
+		oauth := func(path string, v url.Values, want int) []byte {
+			v.Set("client_id", id)
+			v.Set("client_secret", secret)
+			_, body := c.do(t, call{method: "POST", path: path, body: []byte(v.Encode()), contentType: form, want: want})
+			return body
+		}
+		if got := decode[map[string]any](t, oauth("/oauth/v1/introspect", url.Values{"token": {rt}, "token_type_hint": {"refresh_token"}}, 200)); got["active"] != true || got["client_id"] != id {
+			t.Errorf("introspection of a live refresh token: %v", got)
+		}
+		oauth("/oauth/v1/revoke", url.Values{"token": {rt}, "token_type_hint": {"refresh_token"}}, 200)
+		if got := decode[map[string]any](t, oauth("/oauth/v1/introspect", url.Values{"token": {rt}}, 200)); got["active"] != false {
+			t.Errorf("introspection of a revoked refresh token: %v", got)
+		}
+		wantOAuthError(t, oauth("/oauth/v1/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}}, 400), "invalid_grant")
+		c.do(t, call{method: "GET", path: "/oauth/v1/userinfo", token: at, want: 401})
 	})
 
 	t.Run("logout", func(t *testing.T) {

@@ -61,7 +61,7 @@ func contractPasskeys(t *testing.T, c *contract, f fixture) {
 	t.Run("register", func(t *testing.T) {
 		body := register(t, d)
 		_, got := c.do(t, call{method: "POST", path: me, token: dave, body: body, want: 201})
-		if a := decode[map[string]any](t, got); a["id"] != d.ID() || a["state"] != "active" || a["metadata"].(map[string]any)["provenance"] != "self" {
+		if a := decode[map[string]any](t, got); a["id"] != d.ID() || a["state"] != "active" || a["metadata"].(map[string]any)["provenance"] != "inline" {
 			t.Errorf("registered %s", got)
 		}
 		c.do(t, call{method: "POST", path: me, token: dave, body: body, want: 400})           // the flow is spent

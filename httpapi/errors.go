@@ -97,6 +97,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 	var ch *challenge
 	if errors.As(err, &ch) && (status == http.StatusUnauthorized || status == http.StatusForbidden) {
 		w.Header().Set("WWW-Authenticate", ch.header(msg))
+		if ch.code != "" {
+			oauthCode = ch.code // an OAuth-shaped body says what the challenge says
+		}
 	}
 	s.writeProblem(w, r, st, status, codeOf[kind], oauthCode, fault.FieldOf(err), msg)
 }

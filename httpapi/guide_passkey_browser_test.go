@@ -170,7 +170,7 @@ func TestGuidePasskeyInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, err := b.st.GetAuthenticator(t.Context(), b.root.ID, id)
-	if err != nil || a.Provenance != authenticator.ProvenanceSelf || a.State != authenticator.StateActive || a.UserID != admin.ID {
+	if err != nil || a.Provenance != authenticator.ProvenanceInline || a.State != authenticator.StateActive || a.UserID != admin.ID {
 		t.Fatalf("stored passkey %+v %v", a, err)
 	}
 	if !b.signIn() {

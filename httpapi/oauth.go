@@ -147,7 +147,7 @@ func (s *Server) oauthIntrospect(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out, err := s.p.Identity.Introspect(r.Context(), id, secret, form.Get("token"))
+	out, err := s.p.OIDC.Introspect(r.Context(), id, secret, form.Get("token"))
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func (s *Server) oauthRevoke(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.p.Identity.Revoke(r.Context(), id, secret, form.Get("token"), form.Get("token_type_hint")); err != nil {
+	if err := s.p.OIDC.Revoke(r.Context(), id, secret, form.Get("token")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusOK)

@@ -49,17 +49,22 @@ func TestTokenChallenges(t *testing.T) {
 		path      string
 		headers   []string
 		status    int
-		challenge string // exact WWW-Authenticate, or a prefix ending in "*"
+		challenge string // exact WWW-Authenticate
+		oauthErr  string // the body's error, on a route of OAuth-shaped errors
 	}{
-		{"no token", events, nil, 401, `Bearer realm="latchkey"`},
-		{"another scheme", events, []string{"Authorization: Basic Zm9vOmJhcg=="}, 401, `Bearer realm="latchkey"`},
-		{"malformed token", events, []string{"Authorization: Bearer not-a-jwt"}, 401, `Bearer realm="latchkey", error="invalid_token", error_description="invalid token"`},
-		{"revoked token", events, []string{"Authorization: Bearer " + revoked}, 401, `Bearer realm="latchkey", error="invalid_token", error_description="token revoked"`},
-		{"token for another resource", events, []string{"Authorization: Bearer " + forAPI}, 401, `Bearer realm="latchkey", error="invalid_token", error_description="the token is not for this resource (aud)"`},
-		{"scope too narrow", "/events/v1/events", []string{"Authorization: Bearer " + good, "Content-Type: application/json"}, 0, ""},
-		{"platform route, bad JWT", "/api/v1/vault/keys2", []string{"Authorization: Bearer not-a-jwt"}, 401, `Bearer realm="latchkey", error="invalid_token", error_description="invalid token"`},
-		{"platform route, no JWT", "/api/v1/vault/keys2", nil, 401, `Bearer realm="latchkey"`},
-		{"good token", events, []string{"Authorization: Bearer " + good}, 200, ""},
+		{"no token", events, nil, 401, `Bearer realm="latchkey"`, ""},
+		{"another scheme", events, []string{"Authorization: Basic Zm9vOmJhcg=="}, 401, `Bearer realm="latchkey"`, ""},
+		{"malformed token", events, []string{"Authorization: Bearer not-a-jwt"}, 401, `Bearer realm="latchkey", error="invalid_token", error_description="invalid token"`, ""},
+		{"revoked token", events, []string{"Authorization: Bearer " + revoked}, 401, `Bearer realm="latchkey", error="invalid_token", error_description="token revoked"`, ""},
+		{"token for another resource", events, []string{"Authorization: Bearer " + forAPI}, 401, `Bearer realm="latchkey", error="invalid_token", error_description="the token is not for this resource (aud)"`, ""},
+		{"scope too narrow", "/events/v1/events", []string{"Authorization: Bearer " + good, "Content-Type: application/json"}, 0, "", ""},
+		{"platform route, bad JWT", "/api/v1/vault/keys2", []string{"Authorization: Bearer not-a-jwt"}, 401, `Bearer realm="latchkey", error="invalid_token", error_description="invalid token"`, ""},
+		{"platform route, no JWT", "/api/v1/vault/keys2", nil, 401, `Bearer realm="latchkey"`, ""},
+		{"good token", events, []string{"Authorization: Bearer " + good}, 200, "", ""},
+		{"userinfo, bad token", "/oauth/v1/userinfo", []string{"Authorization: Bearer not-a-jwt"}, 401, `Bearer realm="latchkey", error="invalid_token", error_description="invalid token"`, "invalid_token"},
+		{"userinfo, revoked token", "/oauth/v1/userinfo", []string{"Authorization: Bearer " + revoked}, 401, `Bearer realm="latchkey", error="invalid_token", error_description="token revoked"`, "invalid_token"},
+		{"userinfo, no openid scope", "/oauth/v1/userinfo", []string{"Authorization: Bearer " + good}, 403, `Bearer realm="latchkey", error="insufficient_scope", error_description="the access token lacks scope openid", scope="openid"`, "insufficient_scope"},
+		{"userinfo, no token", "/oauth/v1/userinfo", nil, 401, `Bearer realm="latchkey"`, "invalid_request"},
 	}
 	for _, tt := range tests {
 		if tt.status == 0 {
@@ -72,6 +77,9 @@ func TestTokenChallenges(t *testing.T) {
 			}
 			if d := cmp.Diff(tt.challenge, r.Header.Get("WWW-Authenticate")); d != "" {
 				t.Errorf("WWW-Authenticate (-want +got):\n%s", d)
+			}
+			if tt.oauthErr != "" && r.JSON()["error"] != tt.oauthErr {
+				t.Errorf("body %s, want error %q as the challenge says", r.Body, tt.oauthErr)
 			}
 		})
 	}

@@ -65,6 +65,7 @@ func (s *Server) registerOIDC() {
 	page := routeOpts{style: stylePlatform, limit: 64 << 10}
 	s.handle("GET", "/.well-known/openid-configuration", routeOpts{}, s.oidcDiscovery)
 	s.handle("GET", s.opts.AuthURL+authorizePath, page, s.oidcAuthorize)
+	s.handle("POST", s.opts.AuthURL+authorizePath, page, s.oidcAuthorizePost)
 	s.handle("GET", s.opts.AuthURL+signInPath, page, s.oidcSignInPage)
 	s.handle("POST", s.opts.AuthURL+signInPath, page, s.oidcSignIn)
 	s.handle("GET", s.opts.AuthURL+logoutPath, page, s.oidcLogout)
@@ -120,7 +121,32 @@ func (s *Server) errorPage(w http.ResponseWriter, r *http.Request, err error) er
 }
 
 func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.p.OIDC.Authorize(r.Context(), r.URL.Query(), oidcBrowserID(r))
+	return s.authorize(w, r, r.URL.Query())
+}
+
+// oidcAuthorizePost is the authorization request sent as a form: OpenID
+// Connect Core §3.1.2.1 has a provider take GET and POST alike, the
+// parameters of a POST in its form-encoded body.
+func (s *Server) oidcAuthorizePost(w http.ResponseWriter, r *http.Request) error {
+	if !isFormType(r.Header.Get("Content-Type")) {
+		return s.errorPage(w, r, fault.E(fault.Invalid, "an authorization request must be posted as application/x-www-form-urlencoded"))
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return s.errorPage(w, r, err)
+	}
+	params, err := url.ParseQuery(string(body))
+	if err != nil {
+		return s.errorPage(w, r, fault.E(fault.Invalid, "malformed form"))
+	}
+	return s.authorize(w, r, params)
+}
+
+// authorize answers an authorization request: a redirect to the sign-in
+// page, or back to the client (with a code, or an error it may see), or an
+// error page when the request must not redirect.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request, params url.Values) error {
+	out, err := s.p.OIDC.Authorize(r.Context(), params, oidcBrowserID(r))
 	if err != nil {
 		return s.errorPage(w, r, err)
 	}

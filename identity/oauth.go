@@ -305,23 +305,31 @@ func (s *Service) parseAny(token string) (*Claims, bool) {
 }
 
 // Introspect answers an RFC 7662 introspection request of an OAuth
-// client authenticated by id and secret: whether token is an active token
-// of the client's tenant (signature, issuer, time, revocation, read from
-// the store now), and if so its claims. A token of another tenant is
-// inactive, as are unknown, expired and revoked ones. Audited as
-// oauth.introspect.
+// client authenticated like at the token endpoint (a public client by its
+// client_id alone): see IntrospectFor.
 func (s *Service) Introspect(ctx context.Context, clientID, secret, token string) (Introspection, error) {
-	c, err := s.authenticateClient(ctx, clientID, secret, ActionOAuthIntrospect)
+	c, err := s.AuthenticateClient(ctx, clientID, secret, ActionOAuthIntrospect)
 	if err != nil {
 		return Introspection{}, err
 	}
+	return s.IntrospectFor(ctx, c, token)
+}
+
+// IntrospectFor answers an RFC 7662 introspection request of the
+// authenticated client c: whether token is an active token of c's tenant
+// (signature, issuer, time, revocation, read from the store now), and if
+// so its claims. A token of another tenant is inactive, as are unknown,
+// expired and revoked ones; so is, for a public client, whose client_id
+// anyone may send, a token issued to another client. Audited as
+// oauth.introspect.
+func (s *Service) IntrospectFor(ctx context.Context, c OAuthClient, token string) (Introspection, error) {
 	ctx = audit.WithActor(ctx, c.ID, c.ID)
 	if token == "" {
 		err := fault.E(fault.Invalid, fault.Field("token"), "token is required", ErrInvalidRequest)
 		return Introspection{}, s.record(ctx, c.TenantID, ActionOAuthIntrospect, err, map[string]any{"client_id": c.ID})
 	}
 	out := Introspection{}
-	if tc, ok := s.parseAny(token); ok && tc.TenantID == c.TenantID {
+	if tc, ok := s.parseAny(token); ok && tc.TenantID == c.TenantID && (!c.IsPublic() || tc.ClientID == c.ID) {
 		s.revs.expedite() // introspection reads the store's revocations now
 		if err := s.checkRevoked(ctx, tc); err == nil {
 			out = introspection(tc)
@@ -355,20 +363,28 @@ func introspection(c *Claims) Introspection {
 }
 
 // Revoke answers an RFC 7009 revocation request of an OAuth client
-// authenticated by id and secret: token (an access token or platform JWT
-// of the client's tenant) is refused from now on by every route, at once
-// in this process and, in others sharing the store, as soon as they read
-// the revocation (at once with a Notifier store, else within 5 seconds).
-// A token that is not valid (unknown, malformed, expired) is no error: it
-// cannot be used anyway (RFC 7009 §2.2). A valid token of another tenant
-// is refused with ErrUnauthorizedClient (RFC 7009 §2.1) and stays valid.
-// The hint (access_token, refresh_token) is not needed to find the token
-// and is ignored. Audited as oauth.revoke.
+// authenticated like at the token endpoint (a public client by its
+// client_id alone): see RevokeFor. The hint (access_token, refresh_token)
+// is not needed to find the token and is ignored.
 func (s *Service) Revoke(ctx context.Context, clientID, secret, token, hint string) error {
-	c, err := s.authenticateClient(ctx, clientID, secret, ActionOAuthRevoke)
+	c, err := s.AuthenticateClient(ctx, clientID, secret, ActionOAuthRevoke)
 	if err != nil {
 		return err
 	}
+	return s.RevokeFor(ctx, c, token)
+}
+
+// RevokeFor answers an RFC 7009 revocation request of the authenticated
+// client c: token (an access token or platform JWT of c's tenant) is
+// refused from now on by every route, at once in this process and, in
+// others sharing the store, as soon as they read the revocation (at once
+// with a Notifier store, else within 5 seconds). A token that is not valid
+// (unknown, malformed, expired) is no error: it cannot be used anyway (RFC
+// 7009 §2.2). A valid token of another tenant, or, for a public client, one
+// issued to another client, is refused with ErrUnauthorizedClient (RFC 7009
+// §2.1) and stays valid. Refresh tokens of the code flow are package
+// oidc's (oidc.Service.Revoke). Audited as oauth.revoke.
+func (s *Service) RevokeFor(ctx context.Context, c OAuthClient, token string) error {
 	ctx = audit.WithActor(ctx, c.ID, c.ID)
 	meta := map[string]any{"client_id": c.ID}
 	if token == "" {
@@ -381,6 +397,9 @@ func (s *Service) Revoke(ctx context.Context, clientID, secret, token, hint stri
 	}
 	if tc.TenantID != c.TenantID {
 		return s.record(ctx, c.TenantID, ActionOAuthRevoke, fault.E(fault.Invalid, "the token was not issued in this client's tenant", ErrUnauthorizedClient), meta)
+	}
+	if c.IsPublic() && tc.ClientID != c.ID {
+		return s.record(ctx, c.TenantID, ActionOAuthRevoke, fault.E(fault.Invalid, "a public client may revoke only its own tokens", ErrUnauthorizedClient), meta)
 	}
 	r := RevokedToken{JTI: tc.ID, TenantID: tc.TenantID, ExpiresAt: tc.ExpiresAt.Time.UTC(), RevokedAt: s.now()}
 	if err := s.st.RevokeToken(ctx, r); err != nil {

@@ -553,3 +553,116 @@ func TestPasskeyOfAnotherTenant(t *testing.T) {
 		})
 	}
 }
+
+// TestRevokeAndIntrospectRefreshTokens: RFC 7009 and RFC 7662 at the OAuth
+// endpoint reach the code flow's refresh tokens: revoking one revokes its
+// grant (the refresh token and the access tokens it issued); a client
+// reaches only its tenant's tokens, and a public client, authenticated by
+// its client_id alone, only its own.
+func TestRevokeAndIntrospectRefreshTokens(t *testing.T) {
+	f := newFx(t)
+	ctx := t.Context()
+	admin := identity.Principal{Kind: identity.KindUser, TenantID: f.e.Root.ID, TenantCode: f.e.Root.Code, Roles: []string{identity.RoleTenantAdmin}}
+	spa, _, err := f.e.Platform.Identity.RegisterOAuthClient(ctx, admin, f.tenant.ID, identity.NewOAuthClient{Name: "spa2", Type: identity.ClientPublic,
+		Scopes: []string{"openid", "offline_access"}, GrantTypes: []string{"authorization_code", "refresh_token"}, RedirectURIs: []string{"https://spa.example/cb"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := f.e.NewTenant("Other")
+	stranger, strangerSecret, err := f.e.Platform.Identity.RegisterOAuthClient(ctx, admin, other.ID, identity.NewOAuthClient{Name: "stranger",
+		Scopes: []string{"openid"}, RedirectURIs: []string{redirect}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	q, _ := f.signIn(f.params(nil))
+	web, err := f.exchange(f.redeem(q.Get("code")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _ = f.signIn(f.params(map[string]string{"client_id": spa.ID, "redirect_uri": "https://spa.example/cb", "scope": "openid offline_access"}))
+	mine, err := f.exchange(oidc.TokenRequest{ClientID: spa.ID, Code: q.Get("code"), RedirectURI: "https://spa.example/cb", CodeVerifier: verifier})
+	if err != nil || mine.RefreshToken == "" {
+		t.Fatalf("public client's code exchange: %+v %v", mine, err)
+	}
+
+	introspect := func(id, secret, token string) identity.Introspection {
+		t.Helper()
+		out, err := f.svc.Introspect(ctx, id, secret, token)
+		if err != nil {
+			t.Fatalf("Introspect by %s: %v", id, err)
+		}
+		return out
+	}
+	refresh := func(id, secret, rt string) error {
+		_, err := f.exchange(oidc.TokenRequest{GrantType: identity.GrantRefreshToken, ClientID: id, ClientSecret: secret, RefreshToken: rt})
+		return err
+	}
+
+	got := introspect(f.conf.ID, f.secret, web.RefreshToken)
+	want := identity.Introspection{Active: true, Scope: "offline_access openid profile", ClientID: f.conf.ID, Subject: f.aliceID,
+		Issuer: f.svc.Issuer(), TenantID: f.tenant.ID, Exp: got.Exp, Iat: got.Iat}
+	if d := cmp.Diff(want, got); d != "" || got.Exp <= got.Iat {
+		t.Errorf("introspection of a live refresh token (-want +got):\n%s", d)
+	}
+	for name, c := range map[string]struct{ id, secret, token string }{
+		"another tenant's client":              {stranger.ID, strangerSecret, web.RefreshToken},
+		"a public client, another's token":     {spa.ID, "", web.RefreshToken},
+		"a public client, another's JWT":       {spa.ID, "", web.AccessToken},
+		"a garbage token":                      {f.conf.ID, f.secret, "not-a-token"},
+		"an access token as a refresh token's": {f.conf.ID, f.secret, web.RefreshToken + "x"},
+	} {
+		if got := introspect(c.id, c.secret, c.token); got.Active {
+			t.Errorf("introspection by %s: active", name)
+		}
+	}
+	if !introspect(spa.ID, "", mine.RefreshToken).Active || !introspect(spa.ID, "", mine.AccessToken).Active {
+		t.Error("a public client cannot introspect its own tokens")
+	}
+
+	for name, c := range map[string]struct{ id, secret, token string }{
+		"another tenant's client":          {stranger.ID, strangerSecret, web.RefreshToken},
+		"a public client, another's token": {spa.ID, "", web.RefreshToken},
+		"a public client, another's JWT":   {spa.ID, "", web.AccessToken},
+	} {
+		if err := f.svc.Revoke(ctx, c.id, c.secret, c.token); !errors.Is(err, identity.ErrUnauthorizedClient) {
+			t.Errorf("revocation by %s: %v, want unauthorized_client", name, err)
+		}
+	}
+	if !introspect(f.conf.ID, f.secret, web.RefreshToken).Active || !f.active(web.AccessToken) {
+		t.Fatal("a refused revocation revoked the token")
+	}
+	if err := f.svc.Revoke(ctx, f.conf.ID, f.secret, "not-a-token"); err != nil {
+		t.Errorf("revocation of an unknown token: %v, want none (RFC 7009 §2.2)", err)
+	}
+	if err := f.svc.Revoke(ctx, f.conf.ID, "wrong", web.RefreshToken); !errors.Is(err, identity.ErrInvalidClient) {
+		t.Errorf("revocation with a wrong secret: %v, want invalid_client", err)
+	}
+
+	if err := f.svc.Revoke(ctx, f.conf.ID, f.secret, web.RefreshToken); err != nil {
+		t.Fatalf("revocation of a refresh token: %v", err)
+	}
+	if introspect(f.conf.ID, f.secret, web.RefreshToken).Active {
+		t.Error("a revoked refresh token is active")
+	}
+	if err := refresh(f.conf.ID, f.secret, web.RefreshToken); !errors.Is(err, identity.ErrInvalidGrant) {
+		t.Errorf("refresh with a revoked refresh token: %v, want invalid_grant", err)
+	}
+	if f.active(web.AccessToken) {
+		t.Error("the access token of a revoked refresh token's grant is still accepted")
+	}
+	if err := f.svc.Revoke(ctx, f.conf.ID, f.secret, web.RefreshToken); err != nil {
+		t.Errorf("revoking it again: %v", err)
+	}
+
+	// A public client revokes its own tokens with its client_id alone.
+	if err := f.svc.Revoke(ctx, spa.ID, "", mine.RefreshToken); err != nil {
+		t.Fatalf("a public client's revocation of its refresh token: %v", err)
+	}
+	if err := refresh(spa.ID, "", mine.RefreshToken); !errors.Is(err, identity.ErrInvalidGrant) {
+		t.Errorf("refresh after the public client's revocation: %v, want invalid_grant", err)
+	}
+	if f.active(mine.AccessToken) {
+		t.Error("the public client's access token survived its grant's revocation")
+	}
+}

@@ -61,6 +61,8 @@ type Identity interface {
 	IssueUserAccess(ctx context.Context, a identity.UserAccess) (string, time.Time, error)
 	RevokeTokenID(ctx context.Context, tenantID, jti string, exp time.Time) error
 	AccessTokenTTL() time.Duration
+	IntrospectFor(ctx context.Context, c identity.OAuthClient, token string) (identity.Introspection, error)
+	RevokeFor(ctx context.Context, c identity.OAuthClient, token string) error
 }
 
 // Users reads users (identity.Store implements it).

@@ -90,6 +90,10 @@ type Store interface {
 	// and returns it as it was before, as TakeAuthCode does. NotFound if
 	// absent.
 	TakeOIDCRefreshToken(ctx context.Context, hash []byte, now time.Time) (RefreshToken, error)
+	// GetOIDCRefreshToken returns the token whose hash is hash, changing
+	// nothing (for introspection and revocation, RFC 7662 and RFC 7009).
+	// NotFound if absent.
+	GetOIDCRefreshToken(ctx context.Context, hash []byte) (RefreshToken, error)
 	// RevokeOIDCGrant marks every unused refresh token of the grant used
 	// at now and returns every token of the grant (so the caller can
 	// revoke the access tokens they name).

@@ -268,7 +268,7 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 			return Tokens{}, err
 		}
 		meta["revoked"] = true
-		return fail(invalidGrant("the refresh token was already used; its grant is revoked"))
+		return fail(invalidGrant("the refresh token was revoked or already used; its grant is revoked"))
 	case !now.Before(rt.ExpiresAt):
 		return fail(invalidGrant("the refresh token has expired"))
 	}

@@ -94,6 +94,16 @@ func (s *Store) TakeOIDCRefreshToken(ctx context.Context, hash []byte, now time.
 	return out, nil
 }
 
+// GetOIDCRefreshToken implements oidc.Store.
+func (s *Store) GetOIDCRefreshToken(ctx context.Context, hash []byte) (oidc.RefreshToken, error) {
+	defer s.lock()()
+	t, ok := s.oidcMaps().refresh[string(hash)]
+	if !ok {
+		return oidc.RefreshToken{}, fault.E(fault.NotFound, "refresh token not found")
+	}
+	return cloneOIDCRefresh(t), nil
+}
+
 // RevokeOIDCGrant implements oidc.Store.
 func (s *Store) RevokeOIDCGrant(ctx context.Context, grantID string, now time.Time) ([]oidc.RefreshToken, error) {
 	defer s.lock()()

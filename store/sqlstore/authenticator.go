@@ -39,6 +39,9 @@ func (s *Store) scanAuthenticator(row Row) (authenticator.Authenticator, error) 
 		return authenticator.Authenticator{}, s.notFound(err, "authenticator")
 	}
 	copy(a.UserID[:], uid)
+	if a.Provenance == authenticator.ProvenanceSelf { // a passkey stored before passkeys were inline
+		a.Provenance = authenticator.ProvenanceInline
+	}
 	return a, nil
 }
 

@@ -105,6 +105,11 @@ func (s *Store) TakeOIDCRefreshToken(ctx context.Context, hash []byte, now time.
 	return takeOnce(ctx, s, s.scanOIDCRefresh, "oidc_refresh_tokens", oidcRefreshCols, hash, now, func(t *oidc.RefreshToken) { t.UsedAt = nil })
 }
 
+// GetOIDCRefreshToken implements oidc.Store.
+func (s *Store) GetOIDCRefreshToken(ctx context.Context, hash []byte) (oidc.RefreshToken, error) {
+	return s.scanOIDCRefresh(s.c.Read().QueryRow(ctx, `SELECT `+oidcRefreshCols+` FROM oidc_refresh_tokens WHERE hash = $1`, hash))
+}
+
 // RevokeOIDCGrant implements oidc.Store.
 func (s *Store) RevokeOIDCGrant(ctx context.Context, grantID string, now time.Time) ([]oidc.RefreshToken, error) {
 	var out []oidc.RefreshToken

@@ -131,6 +131,15 @@ var oidcTests = []test{
 			}
 		}
 		wantKind(t, "duplicate", s.CreateOIDCRefreshToken(ctx, one), fault.Conflict)
+		for range 2 { // reading changes nothing
+			if got, err := s.GetOIDCRefreshToken(ctx, one.Hash); err != nil {
+				t.Fatal(err)
+			} else if d := gocmp.Diff(one, got); d != "" {
+				t.Errorf("GetOIDCRefreshToken (-want +got):\n%s", d)
+			}
+		}
+		_, err := s.GetOIDCRefreshToken(ctx, oidcHash("nope"))
+		wantKind(t, "get unknown", err, fault.NotFound)
 		got, err := s.TakeOIDCRefreshToken(ctx, one.Hash, Epoch.Add(time.Second))
 		if err != nil {
 			t.Fatal(err)
@@ -156,6 +165,9 @@ var oidcTests = []test{
 		}
 		if d := gocmp.Diff([]string{"jti-one", "jti-two"}, jtis); d != "" {
 			t.Errorf("revoked grant's tokens (-want +got):\n%s", d)
+		}
+		if got, _ := s.GetOIDCRefreshToken(ctx, one.Hash); got.UsedAt == nil || !got.UsedAt.Equal(Epoch.Add(time.Second)) {
+			t.Errorf("GetOIDCRefreshToken of a used token: UsedAt %v, want the first use", got.UsedAt)
 		}
 		if got, _ := s.TakeOIDCRefreshToken(ctx, two.Hash, Epoch.Add(4*time.Second)); got.UsedAt == nil || !got.UsedAt.Equal(Epoch.Add(3*time.Second)) {
 			t.Errorf("token of a revoked grant: UsedAt %v", got.UsedAt)

@@ -273,7 +273,7 @@ func (c *proofHeaderCache) put(header string, h proofHeader) {
 			break
 		}
 	}
-	c.m[header] = h
+	c.m[strings.Clone(header)] = h // not a slice of the whole proof, which it would keep alive
 }
 
 // htuMatches reports whether htu names one of urls, comparing scheme and

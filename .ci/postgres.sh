@@ -52,8 +52,9 @@ if [ "$status" -eq 0 ]; then
 	fi
 	# The partitioned event and audit logs (migrations 0018 and 0019):
 	# their maintenance, the migration from schema 14 and from the v11
-	# fixture, and pruning.
-	for t in TestMigrationFromV14 TestPartitionMaintenance TestDeleteExpiredDropsPartitions TestQueriesPruneToRecentPartitions TestAuditScanPrunesOlderPartitions TestWritesRecreateMissingPartitions TestUpgradeFromV11/postgres; do
+	# fixture, and pruning (event-stream cursors' reads too, migration
+	# 0020).
+	for t in TestMigrationFromV14 TestPartitionMaintenance TestDeleteExpiredDropsPartitions TestQueriesPruneToRecentPartitions TestAuditScanPrunesOlderPartitions TestEventStreamReadsPruneOlderPartitions TestWritesRecreateMissingPartitions TestUpgradeFromV11/postgres; do
 		if ! grep -q -- "--- PASS: $t" "$out"; then
 			echo "postgres.sh: $t did not run" >&2
 			exit 1

@@ -22,10 +22,15 @@ type Store interface {
 	// exactly one per event and are never reused, even after retention has
 	// deleted every event of the tenant, and concurrent appenders (several
 	// processes included) never interleave within one tenant's numbering.
-	// The events passed in are updated in place. A store whose log is
-	// partitioned by ReceivedAt (a Partitioner) raises a ReceivedAt earlier
-	// than that of the tenant's last event to it, so that ReceivedAt never
-	// decreases along a tenant's sequence. TenantID, TypeID, Time,
+	// The events passed in are updated in place. A ReceivedAt earlier
+	// than that of the tenant's last event is raised to it, so that
+	// ReceivedAt never decreases along a tenant's sequence: a bound on
+	// ReceivedAt is then a bound on Seq, which prunes a log partitioned by
+	// ReceivedAt (a Partitioner) and lets a cursor keep a lower bound on
+	// every event after it (eventstream.Subscription.CursorAt). Events
+	// stored before a store kept this order (PostgreSQL before its
+	// migration 18, SQLite before its migration 20) may be out of it; every
+	// later one is at or after all of them. TenantID, TypeID, Time,
 	// ReceivedAt and Body must be set (as ValidateExternal or
 	// ValidateNative leave them plus a TenantID); UserIDs is stored for
 	// QueryEvents' UserID.

@@ -336,7 +336,9 @@ func (e *Engine) round(ctx context.Context, sub Subscription, lim *bucket) (bool
 	if err != nil {
 		return false, err
 	}
-	evs, err := e.svc.cfg.Events.ListEventsAfter(ctx, sub.TenantID, sub.Cursor, sub.EventTypes, time.Time{}, e.cfg.Batch)
+	// CursorAt bounds the ReceivedAt of every event after the cursor: on a
+	// partitioned log the read skips the partitions before it.
+	evs, err := e.svc.cfg.Events.ListEventsAfter(ctx, sub.TenantID, sub.Cursor, sub.EventTypes, sub.CursorAt, e.cfg.Batch)
 	if err != nil {
 		return false, err
 	}
@@ -347,7 +349,7 @@ func (e *Engine) round(ctx context.Context, sub Subscription, lim *bucket) (bool
 	if err != nil {
 		return false, fault.E(fault.Internal, "cannot open the subscription's secret", err)
 	}
-	u := DeliveryUpdate{TenantID: sub.TenantID, SubscriptionID: sub.ID, Owner: e.cfg.Owner, Cursor: sub.Cursor, Status: sub.Status}
+	u := DeliveryUpdate{TenantID: sub.TenantID, SubscriptionID: sub.ID, Owner: e.cfg.Owner, Cursor: sub.Cursor, CursorAt: sub.CursorAt, Status: sub.Status}
 	flush := func() error {
 		u.Now = e.now()
 		err := e.st.RecordDelivery(context.WithoutCancel(ctx), u)
@@ -385,7 +387,10 @@ func (e *Engine) round(ctx context.Context, sub Subscription, lim *bucket) (bool
 		if errors.Is(err, errStopped) {
 			return stopped(err)
 		}
-		u.Cursor = ev.Seq
+		// The cursor and its bound move together, to the event just done
+		// with (delivered, or a dead letter below): no later event of the
+		// log was received before it.
+		u.Cursor, u.CursorAt = ev.Seq, ev.ReceivedAt
 		if err == nil {
 			continue
 		}

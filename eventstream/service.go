@@ -156,7 +156,7 @@ func (s *Service) create(ctx context.Context, by identity.Principal, in Input, m
 	if err := s.applyAuth(&sub, in.Auth); err != nil {
 		return Subscription{}, err
 	}
-	if sub.Cursor, err = s.tail(ctx, by.TenantID); err != nil {
+	if sub.Cursor, sub.CursorAt, err = s.tail(ctx, by.TenantID); err != nil {
 		return Subscription{}, err
 	}
 	meta["id"] = sub.ID
@@ -192,14 +192,17 @@ func (s *Service) applyAuth(sub *Subscription, a *AuthInput) error {
 	return nil
 }
 
-// tail returns the Seq of the tenant's newest event: a new subscription
-// delivers the events appended after it was created.
-func (s *Service) tail(ctx context.Context, tenantID string) (int64, error) {
+// tail returns the Seq and ReceivedAt of the tenant's newest event (0 and
+// the zero time when it has none): a new subscription delivers the events
+// appended after it was created. The ReceivedAt is the new cursor's
+// CursorAt: every event appended later is raised to at least the
+// tenant's last ReceivedAt, which is at or after this one's.
+func (s *Service) tail(ctx context.Context, tenantID string) (int64, time.Time, error) {
 	evs, _, err := s.cfg.Events.QueryEvents(ctx, tenantID, events.Query{Limit: 1})
 	if err != nil || len(evs) == 0 {
-		return 0, err
+		return 0, time.Time{}, err
 	}
-	return evs[0].Seq, nil
+	return evs[0].Seq, evs[0].ReceivedAt, nil
 }
 
 // view adds the queued count.
@@ -208,7 +211,7 @@ func (s *Service) view(ctx context.Context, sub Subscription) (View, error) {
 	if sub.ID == "" {
 		return v, nil
 	}
-	evs, err := s.cfg.Events.ListEventsAfter(ctx, sub.TenantID, sub.Cursor, sub.EventTypes, time.Time{}, MaxQueuedCount)
+	evs, err := s.cfg.Events.ListEventsAfter(ctx, sub.TenantID, sub.Cursor, sub.EventTypes, sub.CursorAt, MaxQueuedCount)
 	if err != nil {
 		return View{}, err
 	}
@@ -401,7 +404,7 @@ func (s *Service) createDirectorySync(ctx context.Context, by identity.Principal
 		MaxPerSecond: DefaultMaxPerSecond, NumberOfRetries: DefaultNumberOfRetries, Auth: Auth{Type: AuthNone},
 		Connect: &conn, GroupConfig: append([]GroupMapping(nil), in.GroupConfig...), CreatedAt: now, UpdatedAt: now,
 	}
-	if sub.Cursor, err = s.tail(ctx, by.TenantID); err != nil {
+	if sub.Cursor, sub.CursorAt, err = s.tail(ctx, by.TenantID); err != nil {
 		return Subscription{}, err
 	}
 	meta["id"] = sub.ID

@@ -13,7 +13,8 @@ import (
 // (fault.Unavailable when it is busy or unreachable) unless stated.
 type Store interface {
 	// CreateSubscription stores a new subscription with every field as
-	// given. An existing (TenantID, ID) is fault.Conflict.
+	// given (CursorAt must bound the events after Cursor, see
+	// Subscription.CursorAt). An existing (TenantID, ID) is fault.Conflict.
 	CreateSubscription(ctx context.Context, sub Subscription) error
 
 	// GetSubscription returns a subscription; fault.NotFound when the
@@ -28,7 +29,8 @@ type Store interface {
 	// subscription (EventTypes, MaxPerSecond, NumberOfRetries, Auth,
 	// GroupConfig, Connect, UpdatedAt) and, when resume is true, clears
 	// Status.Paused, PausedAt and FailingSince. Endpoint, Kind, Cursor,
-	// the rest of Status and the lease are kept. fault.NotFound when absent.
+	// CursorAt, the rest of Status and the lease are kept. fault.NotFound
+	// when absent.
 	UpdateSubscription(ctx context.Context, sub Subscription, resume bool) error
 
 	// DeleteSubscription deletes a subscription of a kind and its dead
@@ -52,8 +54,14 @@ type Store interface {
 	// live lease on the subscription (LeaseUntil > u.Now): sets Cursor (it
 	// never moves back) and Status, adds NewDeadLetters, deletes the dead
 	// letters Redelivered, and stores Redead's Attempts and LastError with
-	// Requeued false. Without the lease it changes nothing and returns
-	// fault.Conflict; a deleted subscription is fault.NotFound.
+	// Requeued false. Unless u.Cursor is behind the stored Cursor, CursorAt
+	// becomes the later of the stored one and u.CursorAt: a bound of an
+	// earlier cursor also bounds the events after a later one, never the
+	// reverse. A store whose log held events out of ReceivedAt order
+	// before an upgrade keeps the stored CursorAt of a subscription made
+	// before it until Cursor has passed those events. Without the lease it
+	// changes nothing and returns fault.Conflict; a deleted subscription
+	// is fault.NotFound.
 	RecordDelivery(ctx context.Context, u DeliveryUpdate) error
 
 	// ListDeadLetters returns up to limit dead letters of a subscription
@@ -68,11 +76,14 @@ type Store interface {
 }
 
 // DeliveryUpdate is the outcome of a run of deliveries of one
-// subscription, stored by Store.RecordDelivery.
+// subscription, stored by Store.RecordDelivery. CursorAt is the ReceivedAt
+// of the event at Cursor (see Subscription.CursorAt); the zero time keeps
+// the stored one.
 type DeliveryUpdate struct {
 	TenantID, SubscriptionID, Owner string
 	Now                             time.Time
 	Cursor                          int64
+	CursorAt                        time.Time
 	Status                          Status
 	NewDeadLetters                  []DeadLetter
 	Redelivered                     []string

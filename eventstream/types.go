@@ -114,7 +114,20 @@ type Subscription struct {
 	// Cursor is the Seq of the last event of the tenant's log the engine
 	// is done with (delivered or dead-lettered).
 	Cursor int64
-	Status Status
+	// CursorAt is at or before the ReceivedAt of every event of the
+	// tenant after Cursor, stored or still to come; the zero time when
+	// none is known. Reads of the log after Cursor pass it as notBefore:
+	// on a log partitioned by ReceivedAt (PostgreSQL) they then skip the
+	// partitions before it instead of probing each one's index. It is the
+	// ReceivedAt of the event at Cursor (of the tenant's newest event at
+	// creation, when Cursor is set to it): the log never lets ReceivedAt
+	// decrease along a tenant's seqs (events.Store.AppendEvents), so no
+	// event after Cursor is received before it. Like Cursor it never moves
+	// back, and it is written with Cursor, in one row (see
+	// Store.RecordDelivery): a reader never pairs a cursor with the bound
+	// of a later one.
+	CursorAt time.Time
+	Status   Status
 	// LeaseOwner holds the subscription's delivery until LeaseUntil.
 	LeaseOwner string
 	LeaseUntil time.Time

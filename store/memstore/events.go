@@ -15,11 +15,13 @@ import (
 	"github.com/latchkey/latchkey/internal/ids"
 )
 
-// eventLog is one tenant's log in seq order, and the last seq ever
-// assigned (which survives retention).
+// eventLog is one tenant's log in seq order, the last seq ever assigned
+// (which survives retention) and the ReceivedAt of the last event appended,
+// to which an earlier one is raised (events.Store.AppendEvents).
 type eventLog struct {
 	evs  []storedEvent
 	head int64
+	at   time.Time
 }
 
 // storedEvent keeps the decoded body next to the event, so that queries
@@ -81,6 +83,10 @@ func (s *Store) AppendEventsAudited(ctx context.Context, evs []*events.Event, re
 			l := s.eventLogLocked(e.TenantID)
 			l.head++
 			e.Seq, e.ID = l.head, ids.NewGUID()
+			if e.ReceivedAt.Before(l.at) {
+				e.ReceivedAt = l.at
+			}
+			l.at = e.ReceivedAt
 			l.evs = append(l.evs, storedEvent{ev: cloneEvent(*e), doc: docs[i]})
 		}
 		s.appendAuditLocked(recs)

@@ -107,6 +107,11 @@ func (s *Store) RecordDelivery(ctx context.Context, u eventstream.DeliveryUpdate
 		if sub.LeaseOwner != u.Owner || !sub.LeaseUntil.After(u.Now) {
 			return fault.E(fault.Conflict, "the delivery lease is not held")
 		}
+		// The bound moves with the cursor, never back (the memstore's log
+		// has kept ReceivedAt in order from the start).
+		if u.Cursor >= sub.Cursor && u.CursorAt.After(sub.CursorAt) {
+			sub.CursorAt = u.CursorAt
+		}
 		sub.Cursor = max(sub.Cursor, u.Cursor)
 		sub.Status = u.Status
 		return nil

@@ -7,16 +7,19 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock"
+	"github.com/latchkey/latchkey/clock/clocktest"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/seal"
+	"github.com/latchkey/latchkey/store/postgres"
 )
 
 type nopSink struct{}
@@ -127,4 +130,152 @@ func TestEventStreamTwoProcesses(t *testing.T) {
 			t.Errorf("%s got %d events %v, want %d in order", path, len(ids), ids, len(want))
 		}
 	}
+}
+
+// streamReads is the event log as the event-stream service reads it: it
+// keeps the arguments of every read after a cursor, and closes reached at
+// the first read after seq until or later.
+type streamReads struct {
+	eventstream.EventLog
+	until   int64
+	reached chan struct{}
+
+	mu    sync.Mutex
+	reads []streamRead
+	once  sync.Once
+}
+
+type streamRead struct {
+	afterSeq  int64
+	types     []string
+	notBefore time.Time
+	limit     int
+}
+
+func (l *streamReads) ListEventsAfter(ctx context.Context, tenantID string, afterSeq int64, typeIDs []string, notBefore time.Time, limit int) ([]events.Event, error) {
+	l.mu.Lock()
+	l.reads = append(l.reads, streamRead{afterSeq, typeIDs, notBefore, limit})
+	l.mu.Unlock()
+	if afterSeq >= l.until {
+		l.once.Do(func() { close(l.reached) })
+	}
+	return l.EventLog.ListEventsAfter(ctx, tenantID, afterSeq, typeIDs, notBefore, limit)
+}
+
+func (l *streamReads) last() streamRead {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.reads[len(l.reads)-1]
+}
+
+// TestEventStreamReadsPruneOlderPartitions runs a delivery engine on a log
+// whose first events lie in partitions days before the later ones. Once
+// the subscription's cursor has moved into the newest partition, the
+// reads the service makes after it (the engine's next batch, and the
+// queued count of a GET) run no scan of a partition older than the
+// cursor's, by EXPLAIN ANALYZE of those very reads; the same read without
+// the cursor's bound scans them all.
+func TestEventStreamReadsPruneOlderPartitions(t *testing.T) {
+	schema := freshSchema(t)
+	s := openWith(t, schema, postgres.Options{PartitionInterval: 24 * time.Hour})
+	ctx := t.Context()
+	c := connect(t, schema)
+	parts, err := s.Partitions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	day := parts[len(parts)-1].Upper.Add(-24 * time.Hour) // the last partition's start
+	var old []string
+	for _, p := range parts {
+		if p.Table == "events" && !p.Upper.After(day) {
+			old = append(old, p.Name)
+		}
+	}
+	if !slices.Contains(old, "events_legacy") || len(old) < 2 {
+		t.Fatalf("events partitions before day's: %v", old)
+	}
+	const tenant = "t1"
+	appendAt := func(at time.Time, n int) {
+		t.Helper()
+		evs := make([]*events.Event, n)
+		for i := range evs {
+			evs[i] = event(t, tenant, "10001", "alice", at.Add(time.Duration(i)*time.Second))
+		}
+		if err := s.AppendEvents(ctx, evs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendAt(day.Add(-72*time.Hour), 20) // the legacy partition
+	appendAt(day.Add(-30*time.Hour), 10) // a day or more before day
+
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var ce struct{ Sequence string }
+		json.NewDecoder(r.Body).Decode(&ce)
+		mu.Lock()
+		got = append(got, ce.Sequence)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer rcv.Close()
+	reads := &streamReads{EventLog: s, until: 50, reached: make(chan struct{})}
+	sealer, err := seal.New(seal.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := eventstream.NewService(eventstream.Config{Store: s, Events: reads, Sealer: sealer, Audit: nopSink{}, Clock: clocktest.New(day.Add(2 * time.Hour)),
+		Guard: eventstream.Guard{AllowPrivate: true}})
+	admin := identity.Principal{TenantID: tenant, Scopes: []string{identity.ScopeEventStreamAdmin}}
+	endpoint, rate := rcv.URL, 1000 // a burst of 100: no wait on the fake clock
+	sub, err := svc.Create(ctx, admin, eventstream.Input{Endpoint: &endpoint, EventTypes: []string{"10001"}, MaxPerSecond: &rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sub.Cursor != 30 || !sub.CursorAt.Equal(day.Add(-30*time.Hour+9*time.Second)) {
+		t.Fatalf("created at cursor %d received %v, want 30 and the tail's received_at", sub.Cursor, sub.CursorAt)
+	}
+	appendAt(day.Add(time.Hour), 20) // seqs 31..50, in day's partition
+
+	ectx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		eventstream.NewEngine(eventstream.EngineConfig{Service: svc, Owner: "p1"}).Run(ectx)
+	}()
+	select {
+	case <-reads.reached:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the engine did not read after seq 50 within 30 s")
+	}
+	cancel()
+	<-done
+	mu.Lock()
+	if len(got) != 20 || got[0] != "31" || got[19] != "50" {
+		t.Errorf("delivered sequences %v, want 31..50", got)
+	}
+	mu.Unlock()
+
+	check := func(name string, r streamRead) {
+		t.Helper()
+		if r.afterSeq != 50 || !r.notBefore.Equal(day.Add(time.Hour+19*time.Second)) {
+			t.Errorf("%s: read after %d with notBefore %v, want after 50 with seq 50's received_at", name, r.afterSeq, r.notBefore)
+		}
+		query, args := s.EventsAfterQuery(tenant, r.afterSeq, r.types, r.notBefore, r.limit)
+		if plan := explainAnalyze(t, c, query, args...); scanned(plan, old) {
+			t.Errorf("%s scans a partition of %v:\n%s", name, old, plan)
+		}
+		// The check can fail: the same read with no bound scans them.
+		query, args = s.EventsAfterQuery(tenant, r.afterSeq, r.types, time.Time{}, r.limit)
+		if plan := explainAnalyze(t, c, query, args...); !scanned(plan, old) {
+			t.Errorf("%s without notBefore scans none of %v:\n%s", name, old, plan)
+		}
+	}
+	check("the engine's read", reads.last())
+	if _, err := svc.Get(ctx, admin, sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	check("the queued count", reads.last())
 }

@@ -391,26 +391,7 @@ func TestQueriesPruneToRecentPartitions(t *testing.T) {
 	}
 	explain := func(query string, args ...any) string {
 		t.Helper()
-		rows, err := c.Query(ctx, `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) `+query, args...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			t.Fatal(err)
-		}
-		return strings.Join(lines, "\n")
-	}
-	// scanned reports whether the plan ran a scan of partition name.
-	scanned := func(plan string, names []string) bool {
-		for _, l := range strings.Split(plan, "\n") {
-			for _, name := range names {
-				if strings.Contains(l, " on "+name+" ") && !strings.Contains(l, "never executed") {
-					return true
-				}
-			}
-		}
-		return false
+		return explainAnalyze(t, c, query, args...)
 	}
 
 	f, err := filter.Parse(`event_type_id eq "10001"`)
@@ -469,6 +450,34 @@ func TestQueriesPruneToRecentPartitions(t *testing.T) {
 	}); !cmp.Equal(want, seqs(page)) {
 		t.Errorf("notifications since day: %v, want %v", seqs(page), want)
 	}
+}
+
+// explainAnalyze runs query with args under EXPLAIN ANALYZE on c and
+// returns the plan, one node a line.
+func explainAnalyze(t *testing.T, c *pgx.Conn, query string, args ...any) string {
+	t.Helper()
+	rows, err := c.Query(t.Context(), `EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF) `+query, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(lines, "\n")
+}
+
+// scanned reports whether the plan ran a scan of one of the partitions
+// names.
+func scanned(plan string, names []string) bool {
+	for _, l := range strings.Split(plan, "\n") {
+		for _, name := range names {
+			if strings.Contains(l, " on "+name+" ") && !strings.Contains(l, "never executed") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // TestAuditScanPrunesOlderPartitions appends a tenant's audit records into
@@ -601,4 +610,83 @@ func TestWritesRecreateMissingPartitions(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkContiguous(t, parts, now)
+}
+
+// BenchmarkEventStreamBatchRead is the read of a delivery batch of an
+// event-stream subscription (the 100 events of its type after its cursor,
+// which is in the newest partition) on a log of hourly partitions of 200
+// events each: the partitions Open makes (the empty legacy one and four
+// hours), then 400 hours more. notBefore=cursor
+// reads as the engine does, bounded by the cursor's received_at;
+// notBefore=none as it did before, probing every partition's index.
+//
+//	PLATFORM_POSTGRES_DSN=... go test ./store/postgres -run '^$' -bench EventStreamBatchRead -benchtime 1000x -count 3
+func BenchmarkEventStreamBatchRead(b *testing.B) {
+	schema := freshSchema(b)
+	ctx := b.Context()
+	s, err := postgres.Open(ctx, dsn(b), postgres.Options{Schema: schema, MaxConns: 4, PartitionInterval: time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const tenant, perPartition, batch = "t1", 200, 100
+	var filledTo time.Time // the end of the last partition filled
+	// fill appends perPartition events to each events partition after
+	// filledTo (the legacy one stays empty) and returns how many
+	// partitions events has.
+	fill := func() int {
+		parts, err := s.Partitions(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		for _, p := range parts {
+			if p.Table != "events" {
+				continue
+			}
+			n++
+			if p.Lower.IsZero() || p.Lower.Before(filledTo) {
+				continue
+			}
+			evs := make([]*events.Event, perPartition)
+			for i := range evs {
+				evs[i] = storetest.NewEvent(b, tenant, `{"event_type_id":"10001","end_user":{"id":"alice"}}`, p.Lower.Add(time.Duration(i)*time.Second))
+			}
+			if err := s.AppendEvents(ctx, evs); err != nil {
+				b.Fatal(err)
+			}
+			filledTo = p.Upper
+		}
+		return n
+	}
+	run := func(partitions int) {
+		tail, _, err := s.QueryEvents(ctx, tenant, events.Query{Limit: batch + 1})
+		if err != nil || len(tail) != batch+1 {
+			b.Fatalf("tail: %d events, %v", len(tail), err)
+		}
+		cursor := tail[batch] // batch events after it, in the newest partition
+		for _, bc := range []struct {
+			name      string
+			notBefore time.Time
+		}{{"none", time.Time{}}, {"cursor", cursor.ReceivedAt}} {
+			b.Run(fmt.Sprintf("partitions=%d/notBefore=%s", partitions, bc.name), func(b *testing.B) {
+				for b.Loop() {
+					evs, err := s.ListEventsAfter(ctx, tenant, cursor.Seq, []string{"10001"}, bc.notBefore, batch)
+					if err != nil || len(evs) != batch {
+						b.Fatalf("read %d events, %v", len(evs), err)
+					}
+				}
+			})
+		}
+	}
+	run(fill())
+	// 400 hours more, one partition at a time as hourly maintenance makes
+	// them (a later now at once would make one partition up to it).
+	from := filledTo
+	for h := range 400 {
+		if _, err := s.MaintainPartitions(ctx, from.Add(time.Duration(h)*time.Hour), time.Time{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	run(fill())
 }

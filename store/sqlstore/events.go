@@ -19,26 +19,29 @@ import (
 var _ events.Store = (*Store)(nil)
 
 // lockEventHead locks a tenant's event head for the rest of the
-// transaction and returns its seq, creating it on the tenant's first
+// transaction and returns its seq and the received_at of the tenant's last
+// event (NULL before its first append), creating it on the tenant's first
 // append; see lockHead for why one upsert does both.
-const lockEventHead = `INSERT INTO event_heads (tenant_id, seq) VALUES ($1, 0)
-	ON CONFLICT (tenant_id) DO UPDATE SET seq = event_heads.seq
-	RETURNING seq`
-
-// The head lock, head advance and user row of a partitioned log (see
-// Dialect.PartitionedLogs): the head carries the last received_at.
+//
+// Every database keeps received_at in the head and raises an append's
+// earlier received_at to it, so that received_at never decreases along a
+// tenant's seqs (events.Store.AppendEvents): on a partitioned log that is
+// what lets a bound on one bound the other; event-stream cursors rely on
+// it on every database (eventstream.Subscription.CursorAt).
 const (
-	lockEventHeadAt = `INSERT INTO event_heads (tenant_id, seq) VALUES ($1, 0)
+	lockEventHead = `INSERT INTO event_heads (tenant_id, seq) VALUES ($1, 0)
 	ON CONFLICT (tenant_id) DO UPDATE SET seq = event_heads.seq
 	RETURNING seq, received_at`
-	advanceEventsAt   = `UPDATE event_heads SET seq = $2, received_at = $3 WHERE tenant_id = $1`
-	insertEventUserAt = `INSERT INTO event_users (tenant_id, user_id, seq, received_at) VALUES ($1, $2, $3, $4)`
+	advanceEvents = `UPDATE event_heads SET seq = $2, received_at = $3 WHERE tenant_id = $1`
 )
+
+// The user row of a partitioned log (see Dialect.PartitionedLogs) carries
+// its event's received_at.
+const insertEventUserAt = `INSERT INTO event_users (tenant_id, user_id, seq, received_at) VALUES ($1, $2, $3, $4)`
 
 const (
 	insertEvent     = `INSERT INTO events (tenant_id, seq, id, type_id, occurred_at, received_at, user_ids, body, trace_parent) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`
 	insertEventUser = `INSERT INTO event_users (tenant_id, user_id, seq) VALUES ($1, $2, $3)`
-	advanceEvents   = `UPDATE event_heads SET seq = $2 WHERE tenant_id = $1`
 	eventHeadOf     = `SELECT seq FROM event_heads WHERE tenant_id = $1`
 	eventCols       = `e.seq, e.id, e.tenant_id, e.type_id, e.occurred_at, e.received_at, e.user_ids, e.body, e.trace_parent`
 )
@@ -78,17 +81,14 @@ type eventAppend struct {
 	evs     []*events.Event
 	tenants []string // sorted, distinct
 	heads   map[string]int64
-	// at is each head's received_at, on a partitioned log (nil
-	// otherwise): no event is stored with an earlier one.
+	// at is each head's received_at: no event is stored with an earlier
+	// one.
 	at map[string]time.Time
 	d  *Dialect
 }
 
 func newEventAppend(evs []*events.Event, d *Dialect) *eventAppend {
-	a := &eventAppend{evs: evs, d: d}
-	if d.PartitionedLogs {
-		a.at = make(map[string]time.Time)
-	}
+	a := &eventAppend{evs: evs, d: d, at: make(map[string]time.Time)}
 	for _, e := range evs {
 		a.tenants = append(a.tenants, e.TenantID)
 	}
@@ -98,38 +98,27 @@ func newEventAppend(evs []*events.Event, d *Dialect) *eventAppend {
 }
 
 // lock queues the locks of the heads, in tenant id order; their results
-// fill a.heads.
+// fill a.heads and a.at.
 func (a *eventAppend) lock(b *Batch) {
 	a.heads = make(map[string]int64, len(a.tenants))
 	for _, id := range a.tenants {
-		if a.at != nil {
-			b.QueryRow(func(row Row) error {
-				var (
-					seq int64
-					at  *time.Time
-				)
-				if err := row.Scan(&seq, &at); err != nil {
-					return err
-				}
-				a.heads[id], a.at[id] = seq, orZero(at)
-				return nil
-			}, lockEventHeadAt, id)
-			continue
-		}
 		b.QueryRow(func(row Row) error {
-			var seq int64
-			if err := row.Scan(&seq); err != nil {
+			var (
+				seq int64
+				at  *time.Time
+			)
+			if err := row.Scan(&seq, &at); err != nil {
 				return err
 			}
-			a.heads[id] = seq
+			a.heads[id], a.at[id] = seq, orZero(at)
 			return nil
 		}, lockEventHead, id)
 	}
 }
 
-// write numbers the events from the locked heads, gives them ids (and,
-// on a partitioned log, raises a received_at before the head's to it), and
-// queues their inserts (with their user rows) and the heads' advance.
+// write numbers the events from the locked heads, gives them ids, raises
+// a received_at before the head's to it, and queues their inserts (with
+// their user rows) and the heads' advance.
 func (a *eventAppend) write(b *Batch) {
 	if a.d.InsertEvents != "" {
 		a.writeRows(b)
@@ -143,7 +132,7 @@ func (a *eventAppend) write(b *Batch) {
 		}
 		b.Exec(nil, insertEvent, e.TenantID, seq, e.ID, e.TypeID, e.Time.UTC().Format(events.TimeLayout), e.ReceivedAt, users, string(e.Body), e.TraceParent)
 		for _, u := range e.UserIDs {
-			if a.at != nil {
+			if a.d.PartitionedLogs {
 				b.Exec(nil, insertEventUserAt, e.TenantID, u, seq, e.ReceivedAt)
 			} else {
 				b.Exec(nil, insertEventUser, e.TenantID, u, seq)
@@ -153,29 +142,24 @@ func (a *eventAppend) write(b *Batch) {
 	a.advance(b)
 }
 
-// number gives e the next seq of its tenant and a new id and, on a
-// partitioned log, raises a received_at before the head's to it.
+// number gives e the next seq of its tenant and a new id, and raises a
+// received_at before the head's to it.
 func (a *eventAppend) number(e *events.Event) int64 {
 	seq := a.heads[e.TenantID] + 1
 	a.heads[e.TenantID] = seq
 	e.Seq, e.ID = seq, ids.NewGUID()
-	if a.at != nil {
-		if last := a.at[e.TenantID]; e.ReceivedAt.Before(last) {
-			e.ReceivedAt = last
-		}
-		a.at[e.TenantID] = e.ReceivedAt
+	if last := a.at[e.TenantID]; e.ReceivedAt.Before(last) {
+		e.ReceivedAt = last
 	}
+	a.at[e.TenantID] = e.ReceivedAt
 	return seq
 }
 
-// advance queues the heads' advance to the last numbers given.
+// advance queues the heads' advance to the last numbers and received_at
+// given.
 func (a *eventAppend) advance(b *Batch) {
 	for _, id := range a.tenants {
-		if a.at != nil {
-			b.Exec(nil, advanceEventsAt, id, a.heads[id], a.at[id])
-		} else {
-			b.Exec(nil, advanceEvents, id, a.heads[id])
-		}
+		b.Exec(nil, advanceEvents, id, a.heads[id], a.at[id])
 	}
 }
 
@@ -397,8 +381,18 @@ func (s *Store) readEvents(ctx context.Context, q Querier, query string, args ..
 }
 
 // ListEventsAfter implements events.Store: a forward walk of (tenant_id,
-// seq), or of (tenant_id, type_id, seq) for one type.
+// seq), or of (tenant_id, type_id, seq) for one type. On a partitioned log
+// the bound on received_at leaves out the partitions before notBefore
+// (the planner prunes them; a cursor's walk by seq would otherwise probe
+// each partition's index once).
 func (s *Store) ListEventsAfter(ctx context.Context, tenantID string, afterSeq int64, typeIDs []string, notBefore time.Time, limit int) ([]events.Event, error) {
+	q, args := s.EventsAfterQuery(tenantID, afterSeq, typeIDs, notBefore, limit)
+	return s.readEvents(ctx, s.c.Read(), q, args...)
+}
+
+// EventsAfterQuery returns the statement ListEventsAfter runs, with its
+// arguments: for a look at its plan (EXPLAIN) in tests and by operators.
+func (s *Store) EventsAfterQuery(tenantID string, afterSeq int64, typeIDs []string, notBefore time.Time, limit int) (string, []any) {
 	q := `SELECT ` + eventCols + ` FROM events e WHERE e.tenant_id = $1 AND e.seq > $2 AND e.received_at >= $3`
 	args := []any{tenantID, afterSeq, notBefore}
 	if len(typeIDs) > 0 {
@@ -406,7 +400,7 @@ func (s *Store) ListEventsAfter(ctx context.Context, tenantID string, afterSeq i
 		args = append(args, typeIDs)
 	}
 	args = append(args, limit)
-	return s.readEvents(ctx, s.c.Read(), q+` ORDER BY e.seq LIMIT $`+strconv.Itoa(len(args)), args...)
+	return q + ` ORDER BY e.seq LIMIT $` + strconv.Itoa(len(args)), args
 }
 
 // DeleteEventsBefore implements events.Store: one transaction deletes the

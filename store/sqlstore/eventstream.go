@@ -11,17 +11,20 @@ import (
 var _ eventstream.Store = (*Store)(nil)
 
 // The lease_until of a subscription nobody holds is the zero time (year 1
-// on PostgreSQL, 0 on SQLite): before every now.
-const esSubCols = `tenant_id, id, kind, endpoint, config, auth_sealed, created_at, updated_at, done_seq, status, lease_owner, lease_until`
+// on PostgreSQL, 0 on SQLite): before every now. done_received_at is the
+// cursor's CursorAt, NULL for none (see migration 20).
+const esSubCols = `tenant_id, id, kind, endpoint, config, auth_sealed, created_at, updated_at, done_seq, done_received_at, status, lease_owner, lease_until`
 
 func scanSub(row Row) (eventstream.Subscription, error) {
 	var (
 		sub            eventstream.Subscription
 		config, status string
+		doneAt         *time.Time
 	)
-	if err := row.Scan(&sub.TenantID, &sub.ID, &sub.Kind, &sub.Endpoint, &config, &sub.Auth.Sealed, &sub.CreatedAt, &sub.UpdatedAt, &sub.Cursor, &status, &sub.LeaseOwner, &sub.LeaseUntil); err != nil {
+	if err := row.Scan(&sub.TenantID, &sub.ID, &sub.Kind, &sub.Endpoint, &config, &sub.Auth.Sealed, &sub.CreatedAt, &sub.UpdatedAt, &sub.Cursor, &doneAt, &status, &sub.LeaseOwner, &sub.LeaseUntil); err != nil {
 		return sub, err
 	}
+	sub.CursorAt = orZero(doneAt)
 	if err := eventstream.UnmarshalConfig([]byte(config), &sub); err != nil {
 		return sub, err
 	}
@@ -47,9 +50,9 @@ func (s *Store) CreateSubscription(ctx context.Context, sub eventstream.Subscrip
 	if err != nil {
 		return err
 	}
-	return s.exec(ctx, `INSERT INTO eventstream_subscriptions (`+esSubCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+	return s.exec(ctx, `INSERT INTO eventstream_subscriptions (`+esSubCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
 		sub.TenantID, sub.ID, sub.Kind, sub.Endpoint, string(config), sub.Auth.Sealed, sub.CreatedAt, sub.UpdatedAt,
-		sub.Cursor, string(status), sub.LeaseOwner, sub.LeaseUntil)
+		sub.Cursor, optTime(sub.CursorAt), string(status), sub.LeaseOwner, sub.LeaseUntil)
 }
 
 // GetSubscription implements eventstream.Store.
@@ -132,7 +135,16 @@ func (s *Store) ReleaseSubscription(ctx context.Context, tenantID, id, owner str
 		time.Time{}, tenantID, id, owner)
 }
 
-// RecordDelivery implements eventstream.Store.
+// RecordDelivery implements eventstream.Store. The cursor and its bound
+// are read and written under the row's lock, so they move together: the
+// bound stored with a seq is always one of that seq or an earlier one.
+//
+// bound_from_seq is the tenant's last seq when migration 20 ran (0 for a
+// subscription created since): the events up to it may have been stored
+// out of received_at order (SQLite before that migration, PostgreSQL
+// before its migration 18), so the ReceivedAt of one of them bounds
+// nothing after it. From there on every event after the cursor was
+// appended with the order kept, at or after every event stored before it.
 func (s *Store) RecordDelivery(ctx context.Context, u eventstream.DeliveryUpdate) error {
 	status, err := eventstream.MarshalStatus(u.Status)
 	if err != nil {
@@ -140,19 +152,27 @@ func (s *Store) RecordDelivery(ctx context.Context, u eventstream.DeliveryUpdate
 	}
 	return s.c.Tx(ctx, func(q Querier) error {
 		var (
-			owner string
-			until time.Time
+			owner     string
+			until     time.Time
+			seq, from int64
+			at        *time.Time
 		)
-		if err := q.QueryRow(ctx, `SELECT lease_owner, lease_until FROM eventstream_subscriptions WHERE tenant_id = $1 AND id = $2`+s.d.ForUpdate,
-			u.TenantID, u.SubscriptionID).Scan(&owner, &until); err != nil {
+		if err := q.QueryRow(ctx, `SELECT lease_owner, lease_until, done_seq, done_received_at, bound_from_seq FROM eventstream_subscriptions
+			WHERE tenant_id = $1 AND id = $2`+s.d.ForUpdate, u.TenantID, u.SubscriptionID).Scan(&owner, &until, &seq, &at, &from); err != nil {
 			return s.notFound(err, "subscription")
 		}
 		if owner != u.Owner || !until.After(u.Now) {
 			return fault.E(fault.Conflict, "the delivery lease is not held")
 		}
+		if u.Cursor >= seq {
+			seq = u.Cursor
+			if u.Cursor >= from && u.CursorAt.After(orZero(at)) {
+				at = &u.CursorAt
+			}
+		}
 		b := &Batch{}
-		b.Exec(nil, `UPDATE eventstream_subscriptions SET done_seq = CASE WHEN done_seq > $1 THEN done_seq ELSE $1 END, status = $2
-			WHERE tenant_id = $3 AND id = $4`, u.Cursor, string(status), u.TenantID, u.SubscriptionID)
+		b.Exec(nil, `UPDATE eventstream_subscriptions SET done_seq = $1, done_received_at = $2, status = $3
+			WHERE tenant_id = $4 AND id = $5`, seq, at, string(status), u.TenantID, u.SubscriptionID)
 		for _, d := range u.NewDeadLetters {
 			b.Exec(nil, `INSERT INTO eventstream_dead_letters
 				(tenant_id, subscription_id, id, event_seq, event_type, body, attempts, last_error, created_at, requeued) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)

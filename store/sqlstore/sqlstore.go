@@ -98,13 +98,13 @@ type Dialect struct {
 	NotifySeqs func(tenantID string, types []string, after, head int64, notBefore time.Time, limit int) (string, []any)
 	// PartitionedLogs says the logs are partitioned, their partitions
 	// listed in log_partitions (PostgreSQL). The events and event_users
-	// tables by received_at: event_heads keeps the received_at of each
-	// tenant's last event and an append raises an earlier one to it, so
-	// that received_at never decreases along a tenant's seqs; user rows
-	// carry their event's received_at. audit_batches by last_time: an
-	// export's windows bound last_time from above by the end of the
-	// partition they read, so that each probes one partition, not every
-	// later one.
+	// tables by received_at, which never decreases along a tenant's seqs
+	// (on every database: event_heads keeps the received_at of each
+	// tenant's last event and an append raises an earlier one to it), so
+	// that a bound on one bounds the other; user rows carry their event's
+	// received_at. audit_batches by last_time: an export's windows bound
+	// last_time from above by the end of the partition they read, so that
+	// each probes one partition, not every later one.
 	PartitionedLogs bool
 	// RecentEvents, when set, is a query of one value: the received_at
 	// from which on a tenant's (bound as $1) newest events lie, chosen so

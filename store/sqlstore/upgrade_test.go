@@ -181,6 +181,10 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 			Body: json.RawMessage(`{"event_type_id":"10001","end_user":{"id":"u-erin"},"timestamp":"2026-03-04T06:06:07.123456Z"}`)}
 	}
 	evs := []*events.Event{newEv(tn1), newEv(tn2)}
+	// Received before tenant 2's stored event: raised to it, since the
+	// head starts at the newest stored received_at (migration 18 on
+	// PostgreSQL, 20 on SQLite).
+	evs[1].ReceivedAt = e0
 	late := []audit.Record{rec(tn1, 0, "after.upgrade", audit.StatusSuccess, map[string]any{"k": "v"}), rec(tn2, 0, "after.upgrade", audit.StatusSuccess, nil)}
 	// Appended before the chains' last times, so stored at those times.
 	late1, late2 := late[0], late[1]
@@ -240,9 +244,9 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 		{"session 2", sessions[1], func() (any, error) { return s.GetGuideSession(ctx, sessions[1].IDHash) }},
 		{"guide SSO", sso, func() (any, error) { return s.GetGuideSSO(ctx, tn1) }},
 		// Writes after the upgrade continue from the stored heads and leases.
-		{"event seqs", []int64{6, 2}, func() (any, error) {
+		{"event seqs", []any{int64(6), int64(2), at(time.Hour), at(6 * time.Second)}, func() (any, error) {
 			err := s.AppendEvents(ctx, evs)
-			return []int64{evs[0].Seq, evs[1].Seq}, err
+			return []any{evs[0].Seq, evs[1].Seq, evs[0].ReceivedAt, evs[1].ReceivedAt}, err
 		}},
 		{"pending notifications", 1, func() (any, error) { return s.CountNotifications(ctx, subPolled, time.Time{}, 100) }},
 		{"append audit", nil, func() (any, error) { return nil, s.AppendAuditRecords(ctx, []*audit.Record{&late[0], &late[1]}) }},
@@ -250,6 +254,16 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 		{"audit 2 after", chain(append(slices.Clone(records2), late2)...), func() (any, error) { return s.ListAuditRecords(ctx, tn2, 0, 100) }},
 		{"claim job", claimedJob, func() (any, error) { return s.ClaimExportJob(ctx, "worker-2", at(time.Hour), time.Minute) }},
 		{"claim subscriptions", claimedSubs, func() (any, error) { return s.ClaimSubscriptions(ctx, "es-worker-2", at(time.Hour), time.Minute, 10) }},
+		// A subscription stored before the upgrade has no bound on
+		// received_at (read as the zero time), and gets none while its
+		// cursor is among the events stored before (tenant 1's seqs up to
+		// 5), which may be out of received_at order; past them it does.
+		{"stream cursor among the stored events", []any{int64(4), time.Time{}}, func() (any, error) {
+			return recordDelivery(s, esStream, 4, at(4*time.Second), at(time.Hour))
+		}},
+		{"stream cursor past the stored events", []any{int64(6), at(time.Hour)}, func() (any, error) {
+			return recordDelivery(s, esStream, 6, evs[0].ReceivedAt, at(time.Hour))
+		}},
 	}
 	for _, c := range checks {
 		got, err := c.got()
@@ -261,6 +275,20 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 			t.Errorf("%s (-want +got):\n%s", c.name, d)
 		}
 	}
+}
+
+// recordDelivery records a delivery of sub up to cursor, received at at,
+// by the claim of checkUpgradeV11, and returns the stored cursor and its
+// bound.
+func recordDelivery(s storetest.Store, sub eventstream.Subscription, cursor int64, at, now time.Time) (any, error) {
+	ctx := context.Background()
+	err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: sub.TenantID, SubscriptionID: sub.ID, Owner: "es-worker-2", Now: now,
+		Cursor: cursor, CursorAt: at, Status: sub.Status})
+	if err != nil {
+		return nil, err
+	}
+	got, err := s.GetSubscription(ctx, sub.TenantID, sub.ID)
+	return []any{got.Cursor, got.CursorAt}, err
 }
 
 // scanAll is every record of a tenant's log, as an export of all time

@@ -311,6 +311,62 @@ var eventTests = []test{
 			})
 		}
 	}},
+	{"EventsReceivedAtNeverDecreasesAlongSeqs", func(t *testing.T, ctx context.Context, s Store) {
+		// Received times reach the store out of order (two processes'
+		// clocks, a post that waited behind a later one for its commit):
+		// each is raised to the tenant's last, within an append and across
+		// appends, and each tenant keeps its own.
+		a, b := identity.NewGUID(), identity.NewGUID()
+		ev := func(tenant string, sec int) *events.Event { return userEvent(t, tenant, sec, "10001", "u", "gold") }
+		at := func(secs ...int) []time.Time {
+			var out []time.Time
+			for _, sec := range secs {
+				out = append(out, Epoch.Add(time.Duration(sec)*time.Second))
+			}
+			return out
+		}
+		var passed []*events.Event
+		for _, batch := range [][]*events.Event{
+			{ev(a, 10), ev(a, 5), ev(b, 3)},
+			{ev(a, 7)},
+			{ev(a, 10), ev(a, 12), ev(b, 1)},
+		} {
+			if err := s.AppendEvents(ctx, batch); err != nil {
+				t.Fatal(err)
+			}
+			passed = append(passed, batch...)
+		}
+		for _, tc := range []struct {
+			name   string
+			tenant string
+			want   []time.Time
+		}{
+			{"a", a, at(10, 10, 10, 10, 12)},
+			{"b", b, at(3, 3)},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				got, err := s.ListEventsAfter(ctx, tc.tenant, 0, nil, time.Time{}, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var stored, updated []time.Time
+				for _, e := range got {
+					stored = append(stored, e.ReceivedAt)
+				}
+				for _, e := range passed {
+					if e.TenantID == tc.tenant {
+						updated = append(updated, e.ReceivedAt)
+					}
+				}
+				if diff := cmp.Diff(tc.want, stored); diff != "" {
+					t.Errorf("stored received times (-want +got):\n%s", diff)
+				}
+				if diff := cmp.Diff(tc.want, updated); diff != "" {
+					t.Errorf("received times of the events passed in (-want +got):\n%s", diff)
+				}
+			})
+		}
+	}},
 	{"EventsRetention", func(t *testing.T, ctx context.Context, s Store) {
 		a, b := identity.NewGUID(), identity.NewGUID()
 		var batch []*events.Event
@@ -392,6 +448,11 @@ var eventTests = []test{
 			for i, e := range got {
 				if e.Seq != int64(i+1) {
 					t.Fatalf("event %d has seq %d: the log has a gap or a duplicate", i, e.Seq)
+				}
+				// Writers append received times out of order; the log
+				// keeps them in order along the seqs whoever commits first.
+				if i > 0 && e.ReceivedAt.Before(got[i-1].ReceivedAt) {
+					t.Fatalf("seq %d received at %v, before seq %d at %v", e.Seq, e.ReceivedAt, got[i-1].Seq, got[i-1].ReceivedAt)
 				}
 			}
 		}

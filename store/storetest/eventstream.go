@@ -3,14 +3,17 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/identity"
 )
 
 // NewSubscription returns a push subscription of tenant for tests, with
@@ -20,7 +23,7 @@ func NewSubscription(tenantID, id string) eventstream.Subscription {
 		TenantID: tenantID, ID: id, Kind: eventstream.KindStream, Endpoint: "https://hooks.example.com/" + id,
 		EventTypes: []string{"401", "10001"}, MaxPerSecond: 50, NumberOfRetries: 2,
 		Auth:      eventstream.Auth{Type: eventstream.AuthBasic, Username: "u", Sealed: []byte{1, 2, 3}},
-		CreatedAt: Epoch, UpdatedAt: Epoch.Add(time.Second), Cursor: 7,
+		CreatedAt: Epoch, UpdatedAt: Epoch.Add(time.Second), Cursor: 7, CursorAt: Epoch.Add(-time.Hour),
 		Status: eventstream.Status{LastSuccessAt: Epoch, LastErrorAt: Epoch.Add(time.Minute), LastError: "boom", Delivered: 3, DeadLettered: 1},
 	}
 }
@@ -99,7 +102,7 @@ var eventStreamTests = []test{
 		up.Auth = eventstream.Auth{Type: eventstream.AuthHMAC, Sealed: []byte{9}}
 		up.UpdatedAt = Epoch.Add(time.Hour)
 		// Fields the update must not touch.
-		up.Endpoint, up.Cursor, up.Status.Delivered, up.Kind = "https://other.example.com", 99, 42, eventstream.KindDirectorySync
+		up.Endpoint, up.Cursor, up.CursorAt, up.Status.Delivered, up.Kind = "https://other.example.com", 99, Epoch.Add(time.Hour), 42, eventstream.KindDirectorySync
 		if err := s.UpdateSubscription(ctx, up, false); err != nil {
 			t.Fatal(err)
 		}
@@ -275,6 +278,125 @@ var eventStreamTests = []test{
 		}
 		if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: "t1", SubscriptionID: "nope", Owner: "w1", Now: Epoch}); !fault.Is(fault.NotFound, err) {
 			t.Errorf("RecordDelivery of a missing subscription: %v, want NotFound", err)
+		}
+	}},
+}
+
+// eventStreamCursorTests check the bound on ReceivedAt each subscription
+// keeps with its cursor (eventstream.Subscription.CursorAt).
+var eventStreamCursorTests = []test{
+	{"EventStreamCursorAtMovesWithTheCursor", func(t *testing.T, ctx context.Context, s Store) {
+		sub := NewSubscription("t1", "s1") // cursor 7, bound an hour before Epoch
+		mustCreateSub(t, ctx, s, sub)
+		claim(t, ctx, s, "w1", Epoch)
+		// Each step writes after the one before.
+		for _, tc := range []struct {
+			name       string
+			cursor     int64
+			at         time.Time
+			wantCursor int64
+			wantAt     time.Time
+		}{
+			{"forward", 12, Epoch, 12, Epoch},
+			{"behind the cursor: neither moves", 5, Epoch.Add(time.Hour), 12, Epoch},
+			{"same cursor, no bound: kept", 12, time.Time{}, 12, Epoch},
+			{"forward, no bound: the earlier cursor's kept", 13, time.Time{}, 13, Epoch},
+			{"forward, an earlier bound: never moves back", 14, Epoch.Add(-time.Minute), 14, Epoch},
+			{"forward again", 20, Epoch.Add(time.Minute), 20, Epoch.Add(time.Minute)},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: "t1", SubscriptionID: "s1", Owner: "w1", Now: Epoch,
+					Cursor: tc.cursor, CursorAt: tc.at, Status: sub.Status}); err != nil {
+					t.Fatal(err)
+				}
+				got := getSub(t, ctx, s, "t1", "s1")
+				if got.Cursor != tc.wantCursor || !got.CursorAt.Equal(tc.wantAt) {
+					t.Errorf("cursor %d at %v, want %d at %v", got.Cursor, got.CursorAt, tc.wantCursor, tc.wantAt)
+				}
+			})
+		}
+		// A refused write (lease not held) moves neither.
+		err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: "t1", SubscriptionID: "s1", Owner: "w2", Now: Epoch, Cursor: 30, CursorAt: Epoch.Add(time.Hour)})
+		if got := getSub(t, ctx, s, "t1", "s1"); !fault.Is(fault.Conflict, err) || got.Cursor != 20 || !got.CursorAt.Equal(Epoch.Add(time.Minute)) {
+			t.Errorf("write without the lease: %v; cursor %d at %v", err, got.Cursor, got.CursorAt)
+		}
+	}},
+	{"EventStreamCursorAtBoundsReadsWithoutSkipping", func(t *testing.T, ctx context.Context, s Store) {
+		// The engine's loop: read after the cursor with CursorAt as
+		// notBefore, record the last event read and its ReceivedAt. The
+		// events come with received times before the bound, equal to it
+		// and of other types; each of the subscription's types must be
+		// read once, in order, and CursorAt follow the cursor.
+		tenant := identity.NewGUID()
+		types := []string{"10001", "10002"}
+		var want []int64
+		appendAt := func(typeID string, secs ...int) {
+			t.Helper()
+			for _, sec := range secs {
+				e := userEvent(t, tenant, sec, typeID, "u", "gold")
+				if err := s.AppendEvents(ctx, []*events.Event{e}); err != nil {
+					t.Fatal(err)
+				}
+				if slices.Contains(types, typeID) {
+					want = append(want, e.Seq)
+				}
+			}
+		}
+		at := func(sec int) time.Time { return Epoch.Add(time.Duration(sec) * time.Second) }
+		appendAt("10001", 100, 90)
+		// Created as Service.Create does: at the tail, bounded by its
+		// ReceivedAt (90 raised to 100).
+		tail, _, err := s.QueryEvents(ctx, tenant, events.Query{Limit: 1})
+		if err != nil || len(tail) != 1 {
+			t.Fatalf("tail: %v, %v", tail, err)
+		}
+		sub := NewSubscription(tenant, "s1")
+		sub.EventTypes, sub.Cursor, sub.CursorAt = types, tail[0].Seq, tail[0].ReceivedAt
+		if !sub.CursorAt.Equal(at(100)) {
+			t.Errorf("tail received at %v, want %v", sub.CursorAt, at(100))
+		}
+		mustCreateSub(t, ctx, s, sub)
+		claim(t, ctx, s, "w1", Epoch)
+		// The events up to the tail are not the subscription's.
+		want = nil
+		appendAt("10001", 50)  // before the bound: raised to it
+		appendAt("10002", 100) // at the bound
+		appendAt("10003", 200) // another type
+		appendAt("10001", 150) // before the last: raised to 200
+		appendAt("10002", 300)
+
+		var got []int64
+		for round := 0; ; round++ {
+			if round > 10 {
+				t.Fatalf("still reading after %d rounds: %v", round, got)
+			}
+			evs, err := s.ListEventsAfter(ctx, tenant, sub.Cursor, sub.EventTypes, sub.CursorAt, 2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(evs) == 0 {
+				break
+			}
+			if round == 0 {
+				appendAt("10001", 10) // while a batch is out: raised to 300
+			}
+			last := evs[len(evs)-1]
+			if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: tenant, SubscriptionID: sub.ID, Owner: "w1", Now: Epoch,
+				Cursor: last.Seq, CursorAt: last.ReceivedAt, Status: sub.Status}); err != nil {
+				t.Fatal(err)
+			}
+			before := sub.CursorAt
+			sub = getSub(t, ctx, s, tenant, sub.ID)
+			if sub.Cursor != last.Seq || !sub.CursorAt.Equal(last.ReceivedAt) || sub.CursorAt.Before(before) {
+				t.Errorf("round %d: stored cursor %d at %v, want %d at %v (not before %v)", round, sub.Cursor, sub.CursorAt, last.Seq, last.ReceivedAt, before)
+			}
+			got = append(got, seqs(evs)...)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("events read after the subscription's creation (-want +got):\n%s", diff)
+		}
+		if !sub.CursorAt.Equal(at(300)) {
+			t.Errorf("CursorAt %v after the last event, want %v", sub.CursorAt, at(300))
 		}
 	}},
 }

@@ -26,7 +26,8 @@ func (p *Platform) DeleteNotifySubscription(ctx context.Context, by identity.Pri
 }
 
 // RetrieveNotifications returns and consumes the next page of a
-// subscription's notifications, waiting up to wait for some; see
+// subscription's notifications (an acknowledged retrieval's page whose
+// lease lapsed first), waiting up to wait for some; see
 // notify.Service.Retrieve.
 func (p *Platform) RetrieveNotifications(ctx context.Context, by identity.Principal, id string, wait time.Duration) (notify.Page, error) {
 	return p.Notify.Retrieve(ctx, by, id, wait)

@@ -138,12 +138,33 @@ func contractNotification(t *testing.T, c *contract, f fixture) {
 		ack(3, 204) // an empty page needs none, but may have one
 		c.do(t, call{method: "POST", path: "/events/v1/events", token: producer, want: 200,
 			body: jsonBody(map[string]any{"c": map[string]any{"event_type_id": "10005"}})})
-		if p := retrieve(); p.Page != 4 || p.Size != 1 {
-			t.Errorf("page 4 %+v", p)
+		p4 := retrieve()
+		if p4.Page != 4 || p4.Size != 1 {
+			t.Errorf("page 4 %+v", p4)
+		}
+		remaining := func() string {
+			_, got := c.do(t, call{method: "GET", path: base + "/" + sid, token: consumer, want: 200})
+			return string(got)
+		}
+		if got := remaining(); !strings.Contains(got, `"number_of_remaining_notifications":0`) {
+			t.Errorf("status while page 4 is leased: %s", got)
 		}
 		c.clock.Advance(6 * time.Second)
-		ack(4, 409)                                                                                         // lapsed
-		c.do(t, call{method: "GET", path: base + "/" + sid + "/notifications", token: consumer, want: 200}) // plain retrieval: as before
+		ack(4, 409) // lapsed
+		if got := remaining(); !strings.Contains(got, `"number_of_remaining_notifications":1`) {
+			t.Errorf("status once page 4 lapsed: %s", got)
+		}
+		// The next retrieval of any poller gets the lapsed page: a plain
+		// one consumes it.
+		_, got = c.do(t, call{method: "GET", path: base + "/" + sid + "/notifications", token: consumer, want: 200})
+		if diff := cmp.Diff(p4, decode[page](t, got)); diff != "" {
+			t.Errorf("plain retrieval of the lapsed page (-first +again):\n%s", diff)
+		}
+		ack(4, 204) // handed out by a plain retrieval
+		c.clock.Advance(6 * time.Second)
+		if p := retrieve(); p.Page != 5 || p.Size != 0 {
+			t.Errorf("after the plain retrieval: %+v, want empty page 5", p)
+		}
 		ack(9, 404)
 		c.do(t, call{method: "GET", path: base + "/" + sid + "/notifications?ack=yes", token: consumer, req: reqInvalid, want: 400})
 		for _, bad := range []string{`{}`, `{"page":0}`, `{"page":"1"}`, `{"page":1.5}`, `null`, `[1]`, `{"page":`} {

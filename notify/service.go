@@ -352,7 +352,9 @@ func (s *Service) get(ctx context.Context, by identity.Principal, id string) (Vi
 	if err != nil {
 		return View{}, err
 	}
-	n, err := s.cfg.Store.CountNotifications(ctx, sub, notBefore, RemainingCountLimit)
+	// A lapsed page's notifications count: the next retrieval hands them
+	// out again.
+	n, err := s.cfg.Store.CountNotifications(ctx, sub, notBefore, s.now(), RemainingCountLimit)
 	if err != nil {
 		return View{}, err
 	}
@@ -417,7 +419,10 @@ func (s *Service) notBefore(ctx context.Context, tenantID string) (time.Time, er
 }
 
 // Retrieve returns the next page of a subscription's notifications and
-// consumes them: they are never returned again, to any poller. The caller
+// consumes them: they are never returned again, to any poller. The next
+// page is a page of RetrieveAcked whose lease lapsed, when there is one
+// (with its page number and results; it is then consumed, its lease
+// ended), else the next notifications. The caller
 // needs scope notification:consent:consumer and must be the subscription's
 // client (fault.Forbidden); a bad id is fault.Invalid, an unknown one
 // fault.NotFound; wait must be 0..MaxWait (fault.Invalid).
@@ -439,10 +444,11 @@ func (s *Service) Retrieve(ctx context.Context, by identity.Principal, id string
 // RetrieveAcked is an acknowledged retrieval (beyond the specification):
 // as Retrieve, but the page is leased to the caller rather than consumed.
 // Unless confirmed with Ack within the subscription's AckDeadline, it is
-// handed out again, with the same Page and Results, to the next
-// acknowledged retrieval of any poller; a lapsed page goes out before new
-// notifications. A page with no results needs no confirmation. A
-// long-polling RetrieveAcked also returns when a leased page lapses.
+// handed out again, with the same Page and Results, to the next retrieval
+// of any poller, acknowledged (leased again) or not (consumed); a lapsed
+// page goes out before new notifications. A page with no results needs no
+// confirmation. A long-polling retrieval of either kind also returns when
+// a leased page lapses.
 //
 // A client that loses an answer (its connection, or the server, died after
 // the commit) gets the page again once the deadline passes: no
@@ -536,7 +542,7 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 		return Page{}, false, fault.E(fault.Invalid, fault.Field("wait"), fmt.Sprintf("wait must be from 0 to %d seconds", int(MaxWait/time.Second)))
 	}
 	if wait > 0 && s.cfg.Waker != nil {
-		if err := s.await(ctx, by, id, wait, ack); err != nil {
+		if err := s.await(ctx, by, id, wait); err != nil {
 			return Page{}, false, err
 		}
 	}
@@ -551,15 +557,13 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 		}
 	}
 	var (
-		sub  Subscription
 		page int64
 		evs  []events.Event
 	)
 	if ack {
-		sub, page, evs, err = s.cfg.Store.LeaseNotifications(ctx, by.TenantID, id, by.ClientID, notBefore, s.now(), rec)
+		_, page, evs, err = s.cfg.Store.LeaseNotifications(ctx, by.TenantID, id, by.ClientID, notBefore, s.now(), rec)
 	} else {
-		sub, evs, err = s.cfg.Store.ConsumeNotifications(ctx, by.TenantID, id, by.ClientID, notBefore, s.now(), rec)
-		page = sub.Pages
+		_, page, evs, err = s.cfg.Store.ConsumeNotifications(ctx, by.TenantID, id, by.ClientID, notBefore, s.now(), rec)
 	}
 	if err != nil {
 		return Page{}, false, notFound(err)
@@ -575,8 +579,9 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 	return Page{Page: page, Results: evs}, rec != nil, nil
 }
 
-// await returns once the subscription has a notification (with ack, or a
-// leased page that lapsed), wait has passed
+// await returns once the subscription has a notification (a new one, or
+// one of a leased page that lapsed: every retrieval takes those), wait
+// has passed
 // on the clock (fault.Unavailable when ctx ends first). It reads the
 // subscription without consuming; the wake-up channel is taken before
 // each look, so an append between the look and the wait is not missed.
@@ -584,7 +589,7 @@ func (s *Service) retrieve(ctx context.Context, by identity.Principal, id string
 // Under a recording span the wait is a span (notify.wait) whose
 // latchkey.notify.outcome says how it ended (found, timeout, stopped,
 // cancelled, error) and whose events mark each wake-up.
-func (s *Service) await(ctx context.Context, by identity.Principal, id string, wait time.Duration, ack bool) error {
+func (s *Service) await(ctx context.Context, by identity.Principal, id string, wait time.Duration) error {
 	ctx, span := tracing.Start(ctx, "notify.wait")
 	defer span.End()
 	outcome := func(o string) {
@@ -612,7 +617,7 @@ func (s *Service) await(ctx context.Context, by identity.Principal, id string, w
 		if err != nil {
 			return err
 		}
-		n, err := s.cfg.Store.CountNotifications(ctx, sub, notBefore, 1)
+		n, err := s.cfg.Store.CountNotifications(ctx, sub, notBefore, s.now(), 1)
 		if err != nil {
 			outcome("error")
 			return err
@@ -621,24 +626,25 @@ func (s *Service) await(ctx context.Context, by identity.Principal, id string, w
 			outcome("found")
 			return nil
 		}
+		// A lease that lapses during the wait makes its page due to this
+		// retrieval, whichever its kind: no append wakes the wait then, a
+		// timer does.
 		var (
 			lapse     <-chan time.Time
 			stopLapse = func() bool { return false }
 		)
-		if ack {
-			until, err := s.cfg.Store.NextNotifyLapse(ctx, by.TenantID, id)
-			if err != nil {
-				outcome("error")
-				return err
+		until, err := s.cfg.Store.NextNotifyLapse(ctx, by.TenantID, id)
+		if err != nil {
+			outcome("error")
+			return err
+		}
+		if !until.IsZero() {
+			if !until.After(s.now()) {
+				outcome("found")
+				return nil
 			}
-			if !until.IsZero() {
-				if !until.After(s.now()) {
-					outcome("found")
-					return nil
-				}
-				lt := s.cfg.Clock.NewTimer(until.Sub(s.now()))
-				lapse, stopLapse = lt.C(), lt.Stop
-			}
+			lt := s.cfg.Clock.NewTimer(until.Sub(s.now()))
+			lapse, stopLapse = lt.C(), lt.Stop
 		}
 		end, err := true, error(nil)
 		select {

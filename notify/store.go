@@ -66,31 +66,44 @@ type Store interface {
 
 	// ConsumeNotifications is one retrieval, in one transaction that
 	// excludes every other retrieval of the same subscription (several
-	// processes included): it reads up to PageSize events of the
-	// subscription's types with Seq > Cursor and ReceivedAt >= notBefore,
-	// oldest first, and advances the cursor past them — to the last one
-	// returned when the page is full, else to the log's head (every event
-	// up to it has been looked at). It also increments Pages and sets
-	// LastRequest to now. When rec is not nil it is the audit record of
-	// the retrieval: the store sets its Meta "results" (the number of
-	// events) and "page" (the new Pages) and appends it, with
-	// audit.LogStore.AppendAuditRecords' rules, in the same transaction, so
-	// that a retrieval and its record are durable together with one
-	// commit. It returns the subscription as updated and the events.
+	// processes included). When the subscription has a leased page whose
+	// lease lapsed (see LeaseNotifications), the oldest such page is
+	// handed out again, with its page number and its events (those still
+	// stored and received at or after notBefore), and consumed: its lease
+	// ends (a plain retrieval is never confirmed), so it is never handed
+	// out again; Cursor and Pages are kept. A lapsed page none of whose
+	// events is left is dropped instead. Otherwise it reads up to
+	// PageSize events of the subscription's types with Seq > Cursor and
+	// ReceivedAt >= notBefore, oldest first, and advances the cursor past
+	// them — to the last one returned when the page is full, else to the
+	// log's head (every event up to it has been looked at) — and
+	// increments Pages. It sets LastRequest to now either way. When rec
+	// is not nil it is the audit record of the retrieval: the store sets
+	// its Meta "results" (the number of events), "page" (the returned
+	// page number) and "redelivered" (true on a lapsed page handed out
+	// again) and appends it, with audit.LogStore.AppendAuditRecords'
+	// rules, in the same transaction, so that a retrieval and its record
+	// are durable together with one commit. It returns the subscription
+	// as updated, the page number and the events.
 	// fault.NotFound when the tenant has no such subscription;
 	// fault.Forbidden when clientID is not the subscription's ClientID;
 	// on any error nothing is changed and rec is not stored.
-	ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (Subscription, []events.Event, error)
+	ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (Subscription, int64, []events.Event, error)
 
-	// CountNotifications counts the events sub would still return: of its
-	// types, Seq > sub.Cursor and ReceivedAt >= notBefore, counted up to
-	// limit (so the count costs at most limit index steps per type; a
-	// result equal to limit means "at least that many").
-	CountNotifications(ctx context.Context, sub Subscription, notBefore time.Time, limit int) (int, error)
+	// CountNotifications counts the events the next retrievals of sub
+	// would return at now: those of the subscription's leased pages whose
+	// lease lapsed (lease until <= now), then those of its types with
+	// Seq > sub.Cursor; both received at or after notBefore. It counts up
+	// to limit (so the count costs at most limit index steps per type,
+	// and reads at most limit lapsed pages; a result equal to limit means
+	// "at least that many"). A page whose lease is live is not counted:
+	// it is with a poller, and no retrieval hands it out before it lapses.
+	CountNotifications(ctx context.Context, sub Subscription, notBefore, now time.Time, limit int) (int, error)
 
 	// LeaseNotifications is one acknowledged retrieval, with
 	// ConsumeNotifications' transaction, errors and audit record, except
-	// that pages are leased rather than consumed:
+	// that pages are leased rather than consumed (the record's Meta also
+	// has "ack" true):
 	//   - When the subscription has a leased page whose lease lapsed
 	//     (lease until <= now), the oldest such page is handed out again:
 	//     its lease becomes sub.LeaseUntil(now) and it is returned with
@@ -100,19 +113,17 @@ type Store interface {
 	//   - Otherwise the next page is read and the cursor advanced as
 	//     ConsumeNotifications does, Pages incremented, and a page with
 	//     results is kept leased until sub.LeaseUntil(now).
-	// LastRequest is set to now either way. The record's Meta "page" is
-	// the returned page number, "results" the number of events, and
-	// "redelivered" true on a page handed out again.
+	// LastRequest is set to now either way.
 	LeaseNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (Subscription, int64, []events.Event, error)
 
 	// AckNotifications confirms page of a subscription: it is never handed
 	// out again. It is nil for a page whose lease is live, and for a page
 	// from 1 to Pages that is not leased (confirmed already, empty, or
-	// handed out by ConsumeNotifications). fault.Conflict when the page's
-	// lease lapsed (lease until <= now) and it was not handed out again;
-	// fault.NotFound when the tenant has no such subscription, and
-	// fault.NotFound with Field "page" when the subscription never handed
-	// out that page; fault.Forbidden when
+	// handed out by ConsumeNotifications, a lapsed page included).
+	// fault.Conflict when the page's lease lapsed (lease until <= now)
+	// and it was not handed out again; fault.NotFound when the tenant has
+	// no such subscription, and fault.NotFound with Field "page" when the
+	// subscription never handed out that page; fault.Forbidden when
 	// clientID is not the subscription's ClientID.
 	AckNotifications(ctx context.Context, tenantID, id, clientID string, page int64, now time.Time) error
 

@@ -51,10 +51,9 @@ type leasedPage struct {
 }
 
 // ConsumeNotifications implements notify.Store under the store's one lock.
-func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, []events.Event, error) {
+func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, int64, []events.Event, error) {
 	defer s.lock()()
-	sub, _, out, err := s.retrieveLocked(tenantID, id, clientID, notBefore, now, rec, false)
-	return sub, out, err
+	return s.retrieveLocked(tenantID, id, clientID, notBefore, now, rec, false)
 }
 
 // LeaseNotifications implements notify.Store under the store's one lock.
@@ -77,32 +76,26 @@ func (s *Store) retrieveLocked(tenantID, id, clientID string, notBefore, now tim
 		page   int64
 		evLog  = s.eventLogs[tenantID]
 		pages  = s.notePages[k]
-		lapsed int64 // the oldest page whose lease lapsed
+		lapsed = oldestLapsed(pages, now) // retrievals of both kinds take it first
 	)
-	if ack {
-		for p, lp := range pages {
-			if !lp.until.After(now) && (lapsed == 0 || p < lapsed) {
-				lapsed = p
-			}
-		}
-	}
 	if lapsed > 0 {
-		lp := pages[lapsed]
-		for _, e := range evLog.after(0) {
-			if slices.Contains(lp.seqs, e.ev.Seq) && !e.ev.ReceivedAt.Before(notBefore) {
-				out = append(out, cloneEvent(e.ev))
-			}
-		}
+		out = lapsedEvents(evLog, pages[lapsed], notBefore)
 		if len(out) == 0 { // every event left retention
 			delete(pages, lapsed)
 			lapsed = 0
 		}
 	}
 	if lapsed > 0 {
-		lp := pages[lapsed]
 		page = lapsed
-		lp.until = sub.LeaseUntil(now)
-		pages[lapsed] = lp
+		if ack {
+			lp := pages[lapsed]
+			lp.until = sub.LeaseUntil(now)
+			pages[lapsed] = lp
+		} else {
+			// A plain retrieval consumes: nobody confirms the page, so
+			// its lease ends and no retrieval hands it out again.
+			delete(pages, lapsed)
+		}
 	} else {
 		if evLog != nil {
 			out = firstEvents(evLog.after(sub.Cursor), sub.PageSize, notifies(sub, notBefore))
@@ -133,6 +126,30 @@ func (s *Store) retrieveLocked(tenantID, id, clientID string, notBefore, now tim
 		s.appendAuditLocked([]*audit.Record{rec})
 	}
 	return cloneNotifySub(sub), page, out, nil
+}
+
+// oldestLapsed is the lowest page of pages whose lease lapsed at now, 0
+// when none did.
+func oldestLapsed(pages map[int64]leasedPage, now time.Time) int64 {
+	var lapsed int64
+	for p, lp := range pages {
+		if !lp.until.After(now) && (lapsed == 0 || p < lapsed) {
+			lapsed = p
+		}
+	}
+	return lapsed
+}
+
+// lapsedEvents returns the events of lp still in the log and received at
+// or after notBefore, oldest first (lp.seqs are in order).
+func lapsedEvents(evLog *eventLog, lp leasedPage, notBefore time.Time) []events.Event {
+	var out []events.Event
+	for _, seq := range lp.seqs {
+		if evs := evLog.after(seq - 1); len(evs) > 0 && evs[0].ev.Seq == seq && !evs[0].ev.ReceivedAt.Before(notBefore) {
+			out = append(out, cloneEvent(evs[0].ev))
+		}
+	}
+	return out
 }
 
 // AckNotifications implements notify.Store.
@@ -170,16 +187,24 @@ func (s *Store) NextNotifyLapse(ctx context.Context, tenantID, id string) (time.
 	return first, nil
 }
 
-// CountNotifications implements notify.Store.
-func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription, notBefore time.Time, limit int) (int, error) {
+// CountNotifications implements notify.Store as sqlstore's does: the
+// lapsed pages' events (the cursor passed them when each was leased), then
+// those after the cursor.
+func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription, notBefore, now time.Time, limit int) (int, error) {
 	defer s.lock()()
-	evs, wanted, n := s.eventLogs[sub.TenantID].after(sub.Cursor), notifies(sub, notBefore), 0
+	evLog, n := s.eventLogs[sub.TenantID], 0
+	for _, lp := range s.notePages[subKey{sub.TenantID, sub.ID}] {
+		if !lp.until.After(now) {
+			n += len(lapsedEvents(evLog, lp, notBefore))
+		}
+	}
+	evs, wanted := evLog.after(sub.Cursor), notifies(sub, notBefore)
 	for i := 0; i < len(evs) && n < limit; i++ {
 		if wanted(evs[i].ev) {
 			n++
 		}
 	}
-	return n, nil
+	return min(n, limit), nil
 }
 
 // notifies matches the events sub notifies of that were received at or

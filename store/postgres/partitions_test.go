@@ -439,7 +439,7 @@ func TestQueriesPruneToRecentPartitions(t *testing.T) {
 	if _, err := c.Exec(ctx, `UPDATE notify_subscriptions SET cursor = 0`); err != nil {
 		t.Fatal(err)
 	}
-	_, page, err := s.ConsumeNotifications(ctx, "t1", "s1", "c1", day, day, nil)
+	_, _, page, err := s.ConsumeNotifications(ctx, "t1", "s1", "c1", day, day, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,16 +80,16 @@ func (s *Store) DeleteNotifySubscription(ctx context.Context, tenantID, id strin
 
 // ConsumeNotifications implements notify.Store: it locks the
 // subscription's row (retrievals of one subscription run one after the
-// other), reads the head (every event up to it is committed), reads the
-// page and advances the cursor, then commits.
-func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, []events.Event, error) {
-	sub, _, out, err := s.retrieveNotifications(ctx, tenantID, id, clientID, notBefore, now, rec, false)
-	return sub, out, err
+// other), reads the head (every event up to it is committed) and the
+// oldest lapsed leased page, then either consumes that page (its row is
+// deleted) or reads the next page and advances the cursor, then commits.
+func (s *Store) ConsumeNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, int64, []events.Event, error) {
+	return s.retrieveNotifications(ctx, tenantID, id, clientID, notBefore, now, rec, false)
 }
 
 // LeaseNotifications implements notify.Store: ConsumeNotifications' steps,
-// with the subscription's oldest lapsed page looked up under the same lock
-// and handed out again when there is one.
+// except that a lapsed page is leased again and a new page with results
+// is leased rather than consumed.
 func (s *Store) LeaseNotifications(ctx context.Context, tenantID, id, clientID string, notBefore, now time.Time, rec *audit.Record) (notify.Subscription, int64, []events.Event, error) {
 	return s.retrieveNotifications(ctx, tenantID, id, clientID, notBefore, now, rec, true)
 }
@@ -104,7 +104,10 @@ func (s *Store) retrieveNotifications(ctx context.Context, tenantID, id, clientI
 		out = nil
 		// One round trip locks the row, then reads the head with a
 		// snapshot taken after the lock was granted (READ COMMITTED takes
-		// one per statement), and the oldest lapsed leased page.
+		// one per statement), and the oldest lapsed leased page: a
+		// retrieval of either kind hands that page out before anything
+		// newer, and every change to the subscription's pages is made
+		// under this lock, so no two retrievals take the same page.
 		var (
 			head      int64
 			lapsed    int64
@@ -121,14 +124,12 @@ func (s *Store) retrieveNotifications(ctx context.Context, tenantID, id, clientI
 			}
 			return nil
 		}, eventHeadOf, tenantID)
-		if ack {
-			b.QueryRow(func(row Row) error {
-				if err := row.Scan(&lapsed, &lapsedSeq); err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-				return nil
-			}, `SELECT page, seqs FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2 AND lease_until <= $3 ORDER BY page LIMIT 1`, tenantID, id, now)
-		}
+		b.QueryRow(func(row Row) error {
+			if err := row.Scan(&lapsed, &lapsedSeq); err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+			return nil
+		}, `SELECT page, seqs FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2 AND lease_until <= $3 ORDER BY page LIMIT 1`, tenantID, id, now)
 		if err := q.Batch(ctx, b); err != nil {
 			return err
 		}
@@ -150,9 +151,17 @@ func (s *Store) retrieveNotifications(ctx context.Context, tenantID, id, clientI
 			}
 		}
 		if lapsed > 0 {
-			// The page goes out again as it was; the cursor stays.
+			// The page goes out again as it was; the cursor stays (it
+			// passed the page's events when the page was first leased).
 			page = lapsed
-			b.Exec(nil, `UPDATE notify_pages SET lease_until = $4 WHERE tenant_id = $1 AND subscription_id = $2 AND page = $3`, tenantID, id, page, sub.LeaseUntil(now))
+			if ack {
+				b.Exec(nil, `UPDATE notify_pages SET lease_until = $4 WHERE tenant_id = $1 AND subscription_id = $2 AND page = $3`, tenantID, id, page, sub.LeaseUntil(now))
+			} else {
+				// A plain retrieval consumes: nobody will confirm the
+				// page, so its lease ends with this commit and no
+				// retrieval hands it out again.
+				b.Exec(nil, `DELETE FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2 AND page = $3`, tenantID, id, page)
+			}
 			b.Exec(nil, `UPDATE notify_subscriptions SET last_request = $3 WHERE tenant_id = $1 AND id = $2`, tenantID, id, now)
 			sub.LastRequest = now
 		} else {
@@ -259,17 +268,49 @@ func (s *Store) NextNotifyLapse(ctx context.Context, tenantID, id string) (time.
 	return t, s.c.MapErr(err)
 }
 
-// CountNotifications implements notify.Store: per type, a range walk of
-// events_by_type, stopped at limit rows in all.
-func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription, notBefore time.Time, limit int) (int, error) {
-	if len(sub.EventTypeIDs) == 0 || limit <= 0 {
+// CountNotifications implements notify.Store: the events of the lapsed
+// pages still stored and in retention, then, per type, a range walk of
+// events_by_type, stopped at limit rows in all. The retrieval that leased
+// a page advanced the cursor past its events, so the two parts do not
+// overlap for a sub read after its pages were leased (a page leased and
+// lapsed since sub was read could be counted twice: the count is a
+// dynamic figure).
+func (s *Store) CountNotifications(ctx context.Context, sub notify.Subscription, notBefore, now time.Time, limit int) (int, error) {
+	if limit <= 0 {
 		return 0, nil
 	}
+	q := s.c.Read()
+	// Each leased page held at least one event, so limit pages are
+	// enough unless events left retention; reading no more bounds the
+	// count's cost when many pages lapsed.
+	pages, err := list(ctx, s, q, func(row Row) ([]int64, error) {
+		var seqs []int64
+		err := row.Scan(&seqs)
+		return seqs, err
+	}, `SELECT seqs FROM notify_pages WHERE tenant_id = $1 AND subscription_id = $2 AND lease_until <= $3 ORDER BY page LIMIT $4`, sub.TenantID, sub.ID, now, limit)
+	if err != nil {
+		return 0, err
+	}
 	var n int
-	err := s.c.Read().QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM events
+	if len(pages) > 0 {
+		var lapsed []int64
+		for _, p := range pages {
+			lapsed = append(lapsed, p...)
+		}
+		if err := q.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM events
+			WHERE tenant_id = $1 AND `+s.d.In("seq", 2)+` AND received_at >= $3 LIMIT $4) c`,
+			sub.TenantID, lapsed, notBefore, limit).Scan(&n); err != nil {
+			return 0, s.c.MapErr(err)
+		}
+	}
+	if len(sub.EventTypeIDs) == 0 || n >= limit {
+		return n, nil
+	}
+	var m int
+	err = q.QueryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM events
 		WHERE tenant_id = $1 AND `+s.d.In("type_id", 2)+` AND seq > $3 AND received_at >= $4 LIMIT $5) c`,
-		sub.TenantID, sub.EventTypeIDs, sub.Cursor, notBefore, limit).Scan(&n)
-	return n, s.c.MapErr(err)
+		sub.TenantID, sub.EventTypeIDs, sub.Cursor, notBefore, limit-n).Scan(&m)
+	return n + m, s.c.MapErr(err)
 }
 
 // setRetrievalMeta completes the audit record of a retrieval.

@@ -248,7 +248,7 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 			err := s.AppendEvents(ctx, evs)
 			return []any{evs[0].Seq, evs[1].Seq, evs[0].ReceivedAt, evs[1].ReceivedAt}, err
 		}},
-		{"pending notifications", 1, func() (any, error) { return s.CountNotifications(ctx, subPolled, time.Time{}, 100) }},
+		{"pending notifications", 1, func() (any, error) { return s.CountNotifications(ctx, subPolled, time.Time{}, time.Time{}, 100) }},
 		{"append audit", nil, func() (any, error) { return nil, s.AppendAuditRecords(ctx, []*audit.Record{&late[0], &late[1]}) }},
 		{"audit 1 after", chain(append(slices.Clone(records1), late1)...), func() (any, error) { return s.ListAuditRecords(ctx, tn1, 0, 100) }},
 		{"audit 2 after", chain(append(slices.Clone(records2), late2)...), func() (any, error) { return s.ListAuditRecords(ctx, tn2, 0, 100) }},

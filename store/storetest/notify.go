@@ -37,7 +37,7 @@ func appendTyped(t *testing.T, ctx context.Context, s Store, tenant string, from
 
 func mustConsume(t *testing.T, ctx context.Context, s Store, tenant, id, client string, notBefore time.Time) (notify.Subscription, []int64) {
 	t.Helper()
-	sub, evs, err := s.ConsumeNotifications(ctx, tenant, id, client, notBefore, Epoch.Add(time.Hour), nil)
+	sub, _, evs, err := s.ConsumeNotifications(ctx, tenant, id, client, notBefore, Epoch.Add(time.Hour), nil)
 	if err != nil {
 		t.Fatalf("ConsumeNotifications: %v", err)
 	}
@@ -77,7 +77,7 @@ var notifyTests = []test{
 		if err := s.DeleteNotifySubscription(ctx, other, "sub-1"); fault.KindOf(err) != fault.NotFound {
 			t.Errorf("another tenant's delete: %v, want NotFound", err)
 		}
-		if _, _, err := s.ConsumeNotifications(ctx, other, "sub-1", "client.a", time.Time{}, Epoch, nil); fault.KindOf(err) != fault.NotFound {
+		if _, _, _, err := s.ConsumeNotifications(ctx, other, "sub-1", "client.a", time.Time{}, Epoch, nil); fault.KindOf(err) != fault.NotFound {
 			t.Errorf("another tenant's retrieval: %v, want NotFound", err)
 		}
 		if err := s.DeleteNotifySubscription(ctx, tenant, "sub-1"); err != nil {
@@ -105,10 +105,10 @@ var notifyTests = []test{
 		if sub.Pages != 1 || sub.Cursor != 4 || !sub.LastRequest.Equal(Epoch.Add(time.Hour)) {
 			t.Errorf("after page 1: pages %d cursor %d last %v", sub.Pages, sub.Cursor, sub.LastRequest)
 		}
-		if n, err := s.CountNotifications(ctx, sub, time.Time{}, 100); err != nil || n != 2 {
+		if n, err := s.CountNotifications(ctx, sub, time.Time{}, Epoch, 100); err != nil || n != 2 {
 			t.Errorf("remaining = %d, %v; want 2", n, err)
 		}
-		if n, err := s.CountNotifications(ctx, sub, time.Time{}, 1); err != nil || n != 1 {
+		if n, err := s.CountNotifications(ctx, sub, time.Time{}, Epoch, 1); err != nil || n != 1 {
 			t.Errorf("remaining counted up to 1 = %d, %v; want 1", n, err)
 		}
 		_, got = mustConsume(t, ctx, s, tenant, "s", "c", time.Time{})
@@ -138,7 +138,7 @@ var notifyTests = []test{
 			t.Fatal(err)
 		}
 		appendTyped(t, ctx, s, tenant, 1, "10001")
-		if _, _, err := s.ConsumeNotifications(ctx, tenant, "s", "intruder", time.Time{}, Epoch, nil); fault.KindOf(err) != fault.Forbidden {
+		if _, _, _, err := s.ConsumeNotifications(ctx, tenant, "s", "intruder", time.Time{}, Epoch, nil); fault.KindOf(err) != fault.Forbidden {
 			t.Fatalf("another client: %v, want Forbidden", err)
 		}
 		sub, got := mustConsume(t, ctx, s, tenant, "s", "c", time.Time{})
@@ -157,7 +157,7 @@ var notifyTests = []test{
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, err := s.CountNotifications(ctx, sub, notBefore, 100); err != nil || n != 2 {
+		if n, err := s.CountNotifications(ctx, sub, notBefore, Epoch, 100); err != nil || n != 2 {
 			t.Errorf("remaining within retention = %d, %v; want 2", n, err)
 		}
 		_, got := mustConsume(t, ctx, s, tenant, "s", "c", notBefore)
@@ -183,7 +183,7 @@ func init() {
 		if sub.Cursor != 8 {
 			t.Errorf("cursor %d, want 8", sub.Cursor)
 		}
-		if n, err := s.CountNotifications(ctx, sub, notBefore, 10); err != nil || n != 0 {
+		if n, err := s.CountNotifications(ctx, sub, notBefore, Epoch, 10); err != nil || n != 0 {
 			t.Errorf("remaining = %d, %v; want 0", n, err)
 		}
 	}}, test{"NotifyConsumeAppendsItsAuditRecord", func(t *testing.T, ctx context.Context, s Store) {
@@ -195,10 +195,10 @@ func init() {
 		rec := func() *audit.Record {
 			return &audit.Record{Time: Epoch, TenantID: tenant, Source: audit.SourceNotification, Action: "notification.retrieve", Status: audit.StatusSuccess, Meta: map[string]any{"subscription_id": "s"}}
 		}
-		if _, _, err := s.ConsumeNotifications(ctx, tenant, "s", "intruder", time.Time{}, Epoch, rec()); fault.KindOf(err) != fault.Forbidden {
+		if _, _, _, err := s.ConsumeNotifications(ctx, tenant, "s", "intruder", time.Time{}, Epoch, rec()); fault.KindOf(err) != fault.Forbidden {
 			t.Fatalf("another client: %v", err)
 		}
-		if _, _, err := s.ConsumeNotifications(ctx, tenant, "s", "c", time.Time{}, Epoch, rec()); err != nil {
+		if _, _, _, err := s.ConsumeNotifications(ctx, tenant, "s", "c", time.Time{}, Epoch, rec()); err != nil {
 			t.Fatal(err)
 		}
 		recs, err := s.ListAuditRecords(ctx, tenant, 0, 10)
@@ -265,7 +265,7 @@ var notifyConcurrencyTests = []test{
 						finished = true
 					default:
 					}
-					_, evs, err := s.ConsumeNotifications(ctx, tenant, "s", "c", time.Time{}, Epoch, nil)
+					_, _, evs, err := s.ConsumeNotifications(ctx, tenant, "s", "c", time.Time{}, Epoch, nil)
 					if err != nil {
 						if fault.KindOf(err) == fault.Unavailable {
 							continue

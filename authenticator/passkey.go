@@ -260,7 +260,9 @@ func (s *Service) DeletePasskey(ctx context.Context, p identity.Principal, id st
 // list is empty, which asks the browser for a discoverable credential.
 // An unknown name gets a flow too, whose allowCredentials hold a
 // credential id derived from the name (Config.DecoyKey: the same on every
-// process that shares it), so the answer does not tell which names exist; its flow can never succeed.
+// process that shares it), so the answer does not tell which names exist;
+// its flow can never succeed. So does a user with no active passkey, whose
+// empty list would otherwise tell that the name exists.
 // An unknown tenant is fault.NotFound. Nothing is audited: no one has
 // proved anything yet.
 func (s *Service) BeginPasskeyLogin(ctx context.Context, authDomain, name string) (PasskeyRequest, error) {
@@ -298,6 +300,9 @@ func (s *Service) BeginPasskeyLogin(ctx context.Context, authDomain, name string
 				if id, err := base64.RawURLEncoding.DecodeString(a.ID); err == nil {
 					allow = append(allow, protocol.CredentialDescriptor{Type: protocol.PublicKeyCredentialType, CredentialID: id})
 				}
+			}
+			if len(allow) == 0 { // as for a name no user has
+				allow = append(allow, protocol.CredentialDescriptor{Type: protocol.PublicKeyCredentialType, CredentialID: s.decoyID(tenant.ID, name)})
 			}
 		}
 	}

@@ -490,7 +490,8 @@ func TestPasskeySignInThrottle(t *testing.T) {
 }
 
 // TestPasskeyOptionsDoNotTellNames: a name that no user has gets an answer
-// of the same shape as a user with one passkey, stable across calls.
+// of the same shape as a user with one passkey, stable across calls; a
+// user with no active passkey gets the same as a name no user has.
 func TestPasskeyOptionsDoNotTellNames(t *testing.T) {
 	f := newPasskeyFixture(t)
 	_, a := f.register(t, f.alice)
@@ -525,8 +526,12 @@ func TestPasskeyOptionsDoNotTellNames(t *testing.T) {
 		t.Errorf("usernameless: %v", ids)
 	}
 	f.setState(t, a, authenticator.StateSuspended)
-	if _, ids := shape("alice"); len(ids) != 0 {
-		t.Errorf("a suspended authenticator is listed: %v", ids)
+	_, suspended := shape("alice")
+	if len(suspended) != 1 || suspended[0] == a.ID || len(suspended[0]) != len(ghostIDs[0]) {
+		t.Errorf("alice with her one passkey suspended: %v, want one decoy, not her key %s", suspended, a.ID)
+	}
+	if _, again := shape("alice"); !cmp.Equal(suspended, again) {
+		t.Errorf("alice's decoy %v then %v", suspended, again)
 	}
 	if _, err := f.svc.BeginPasskeyLogin(t.Context(), "NOPE000001", ""); !fault.Is(fault.NotFound, err) {
 		t.Errorf("unknown tenant: %v", err)

@@ -196,6 +196,9 @@ func parseProofHeader(proof string) (proofHeader, error) {
 	if typ, _ := h.ExtraHeaders["typ"].(string); typ != "dpop+jwt" {
 		return proofHeader{}, dpopError("typ must be dpop+jwt")
 	}
+	if err := refuseExtensions(proof); err != nil {
+		return proofHeader{}, err
+	}
 	jwk := h.JSONWebKey
 	if jwk == nil || jwk.Key == nil {
 		return proofHeader{}, dpopError("the jwk header must hold the public key")
@@ -222,6 +225,30 @@ func parseProofHeader(proof string) (proofHeader, error) {
 	return proofHeader{alg: h.Algorithm, key: jwk.Key, jkt: jkt}, nil
 }
 
+// refuseExtensions refuses a proof whose header asks for a JWS extension:
+// crit names header parameters the receiver must understand or reject (RFC
+// 7515 §4.1.11), and b64 (RFC 7797) changes what the signature covers. A
+// proof needs neither, and the signature is checked over the plain signing
+// input, so both are refused rather than half-understood. go-jose's parse
+// does not look at them (its Verify did).
+func refuseExtensions(proof string) error {
+	header, _, _ := strings.Cut(proof, ".")
+	raw, err := base64.RawURLEncoding.DecodeString(header)
+	if err != nil {
+		return dpopError("malformed header", err)
+	}
+	var h map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &h); err != nil {
+		return dpopError("malformed header", err)
+	}
+	for _, name := range []string{"crit", "b64"} {
+		if _, ok := h[name]; ok {
+			return dpopError("the header must not carry " + name)
+		}
+	}
+	return nil
+}
+
 // verify checks a proof's signature over its signing input with
 // golang-jwt's signing methods; EdDSA and Ed25519 (RFC 9864's name) are
 // the same signature.
@@ -242,17 +269,23 @@ func (h proofHeader) verify(header, payload, sig string) error {
 // as a rule, the same header bytes, and go-jose's parse of the header and
 // its jwk plus the thumbprint are about a fifth of a proof's cost
 // (BenchmarkVerifyDPoP); the signature, claims and replay checks still run
-// on every proof. Only a header whose proof passed every check is kept, and
-// the cache is bounded: when full, an arbitrary entry makes room.
+// on every proof. Only a header whose proof passed every check is kept,
+// only one of at most maxCachedHeader bytes (a client chooses its header's
+// size), and the cache is bounded: when full, an arbitrary entry makes
+// room.
 type proofHeaderCache struct {
 	mu  sync.RWMutex
 	max int
 	m   map[string]proofHeader
 }
 
-// proofHeaderCacheSize bounds the cache: a header is some 300 bytes, so
-// about 3 MiB, for that many clients' keys at once.
-const proofHeaderCacheSize = 10_000
+// proofHeaderCacheSize bounds the cache, and maxCachedHeader the headers
+// it keeps: at most some 10 MiB of header text. A header with a P-256 key
+// is about 250 bytes; longer ones are verified all the same, uncached.
+const (
+	proofHeaderCacheSize = 10_000
+	maxCachedHeader      = 1024
+)
 
 func (c *proofHeaderCache) get(header string) (proofHeader, bool) {
 	c.mu.RLock()
@@ -262,6 +295,9 @@ func (c *proofHeaderCache) get(header string) (proofHeader, bool) {
 }
 
 func (c *proofHeaderCache) put(header string, h proofHeader) {
+	if len(header) > maxCachedHeader {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {

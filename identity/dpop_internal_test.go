@@ -65,7 +65,9 @@ func BenchmarkVerifyDPoP(b *testing.B) {
 type proofSigner struct {
 	sign    func(claims map[string]any) string
 	signRaw func(payload []byte) string // any payload bytes, as claims
-	verify  func(input, sig []byte) bool
+	// signWith adds extra header parameters to the proof's header.
+	signWith func(extra, claims map[string]any) string
+	verify   func(input, sig []byte) bool
 }
 
 // newProofSigner returns a maker of DPoP proofs for a new key of alg,
@@ -121,7 +123,17 @@ func newProofSigner(tb testing.TB, alg string) proofSigner {
 			return signRaw(c)
 		},
 		signRaw: signRaw,
-		verify:  verify,
+		signWith: func(extra, claims map[string]any) string {
+			hm := map[string]any{"typ": "dpop+jwt", "alg": alg, "jwk": jwk}
+			for k, v := range extra {
+				hm[k] = v
+			}
+			h, _ := json.Marshal(hm)
+			c, _ := json.Marshal(claims)
+			input := b64(h) + "." + b64(c)
+			return input + "." + b64(sign([]byte(input)))
+		},
+		verify: verify,
 	}
 }
 
@@ -193,6 +205,17 @@ func TestProofHeaderCache(t *testing.T) {
 			}
 		})
 	}
+	t.Run("long headers are not kept", func(t *testing.T) {
+		s := NewService(Config{Clock: clock.System{}})
+		p := newProofSigner(t, "ES256")
+		long := p.signWith(map[string]any{"pad": strings.Repeat("a", 2000)}, claims("POST"))
+		if err := check(s, long); err != nil {
+			t.Fatalf("a proof with a long header: %v", err)
+		}
+		if cached(s, long) {
+			t.Error("a header over the size limit was kept")
+		}
+	})
 	t.Run("bounded", func(t *testing.T) {
 		s := NewService(Config{Clock: clock.System{}})
 		s.proofHeaders.max = 3
@@ -230,4 +253,39 @@ func FuzzDPoPSignedClaims(f *testing.F) {
 			t.Fatalf("claims %q: %v, want nil or invalid_dpop_proof", claims, err)
 		}
 	})
+}
+
+// TestProofHeaderExtensionsRefused: a proof whose header asks for a JWS
+// extension (crit, RFC 7515 §4.1.11; b64, RFC 7797) is refused, with every
+// algorithm, whether or not its key's plain header is already kept.
+func TestProofHeaderExtensionsRefused(t *testing.T) {
+	const u = "https://issuer.example/oauth/v1/token"
+	now := time.Unix(1_800_000_000, 0)
+	claims := func() map[string]any {
+		return map[string]any{"jti": rand.Text(), "htm": "POST", "htu": u, "iat": now.Unix()}
+	}
+	for _, alg := range []string{"ES256", "EdDSA", "Ed25519"} {
+		t.Run(alg, func(t *testing.T) {
+			s := NewService(Config{Clock: clock.System{}})
+			p := newProofSigner(t, alg)
+			for _, warm := range []bool{false, true} {
+				if warm { // the key's plain header is kept from here on
+					if _, err := s.verifyDPoP(t.Context(), DPoPRequest{Proof: p.sign(claims()), Method: "POST", URLs: []string{u}}, now); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for name, extra := range map[string]map[string]any{
+					"unknown critical parameter": {"crit": []string{"urn:example:must-understand"}, "urn:example:must-understand": true},
+					"empty crit":                 {"crit": []string{}},
+					"b64 false":                  {"b64": false, "crit": []string{"b64"}},
+					"b64 true alone":             {"b64": true},
+				} {
+					proof := p.signWith(extra, claims())
+					if _, err := s.verifyDPoP(t.Context(), DPoPRequest{Proof: proof, Method: "POST", URLs: []string{u}}, now); !errors.Is(err, ErrInvalidDPoPProof) {
+						t.Errorf("%s (plain header kept: %v): %v, want invalid_dpop_proof", name, warm, err)
+					}
+				}
+			}
+		})
+	}
 }

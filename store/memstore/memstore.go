@@ -218,6 +218,9 @@ func cloneJob(j audit.ExportJob) audit.ExportJob {
 }
 
 func cloneAuthenticator(a authenticator.Authenticator) authenticator.Authenticator {
+	if a.Provenance == authenticator.ProvenanceSelf { // read as inline, as the SQL stores do
+		a.Provenance = authenticator.ProvenanceInline
+	}
 	a.PublicKey = slices.Clone(a.PublicKey)
 	a.LastUsedAt = clonePtr(a.LastUsedAt)
 	a.LastSuccessAt = clonePtr(a.LastSuccessAt)

@@ -17,7 +17,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/latchkey/latchkey/audit"
-	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
@@ -272,30 +271,6 @@ func TestScanAuditRecordsAcrossBatches(t *testing.T) {
 			if d := cmp.Diff(want(c.first, c.last), scan(c.from, c.to)); d != "" {
 				t.Errorf("%s: seqs (-want +got):\n%s", c.name, d)
 			}
-		}
-	})
-}
-
-// TestPasskeysStoredAsSelfReadInline: stores before passkeys were stored
-// with provenance inline (the specification's value for an authenticator
-// added in the service) kept "self"; such a row reads as inline, in a
-// page as alone.
-func TestPasskeysStoredAsSelfReadInline(t *testing.T) {
-	forEach(t, func(t *testing.T, db database) {
-		s, exec := db.open(t, nil)
-		tenant, user := identity.NewGUID(), identity.NewObjectID()
-		a := storetest.NewAuthenticator(tenant, user, "passkey", storetest.Epoch)
-		if err := s.CreateAuthenticator(t.Context(), a); err != nil {
-			t.Fatal(err)
-		}
-		exec(`UPDATE authenticators SET provenance = 'self'`)
-		got, err := s.GetAuthenticator(t.Context(), tenant, a.ID)
-		if err != nil || got.Provenance != authenticator.ProvenanceInline {
-			t.Errorf("GetAuthenticator: provenance %q (%v), want inline", got.Provenance, err)
-		}
-		page, _, err := s.ListAuthenticators(t.Context(), tenant, user, 0, 10)
-		if err != nil || len(page) != 1 || page[0].Provenance != authenticator.ProvenanceInline {
-			t.Errorf("ListAuthenticators: %+v (%v), want one inline", page, err)
 		}
 	})
 }

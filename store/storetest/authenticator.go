@@ -56,6 +56,25 @@ var authenticatorTests = []test{
 			t.Errorf("unknown id: got %v, want NotFound", err)
 		}
 	}},
+	// Passkeys were stored with provenance "self" before they were stored
+	// inline, the specification's value; such an authenticator reads as
+	// inline, alone and in a page.
+	{"AuthenticatorSelfReadsInline", func(t *testing.T, ctx context.Context, s Store) {
+		tenant, user := identity.NewGUID(), identity.NewObjectID()
+		a := NewAuthenticator(tenant, user, "passkey", Epoch)
+		a.Provenance = authenticator.ProvenanceSelf
+		if err := s.CreateAuthenticator(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetAuthenticator(ctx, tenant, a.ID)
+		if err != nil || got.Provenance != authenticator.ProvenanceInline {
+			t.Errorf("GetAuthenticator: provenance %q (%v), want inline", got.Provenance, err)
+		}
+		page, _, err := s.ListAuthenticators(ctx, tenant, user, 0, 10)
+		if err != nil || len(page) != 1 || page[0].Provenance != authenticator.ProvenanceInline {
+			t.Errorf("ListAuthenticators: %+v (%v), want one inline", page, err)
+		}
+	}},
 	{"AuthenticatorListPaging", func(t *testing.T, ctx context.Context, s Store) {
 		ta := identity.NewGUID()
 		u, other := identity.NewObjectID(), identity.NewObjectID()

@@ -128,18 +128,28 @@ func (s *Server) oidcAuthorize(w http.ResponseWriter, r *http.Request) error {
 // Connect Core §3.1.2.1 has a provider take GET and POST alike, the
 // parameters of a POST in its form-encoded body.
 func (s *Server) oidcAuthorizePost(w http.ResponseWriter, r *http.Request) error {
-	if !isFormType(r.Header.Get("Content-Type")) {
-		return s.errorPage(w, r, fault.E(fault.Invalid, "an authorization request must be posted as application/x-www-form-urlencoded"))
-	}
-	body, err := readBody(r)
+	params, err := pageForm(r, "an authorization request")
 	if err != nil {
 		return s.errorPage(w, r, err)
 	}
-	params, err := url.ParseQuery(string(body))
-	if err != nil {
-		return s.errorPage(w, r, fault.E(fault.Invalid, "malformed form"))
-	}
 	return s.authorize(w, r, params)
+}
+
+// pageForm reads the form a browser posted to a page of the provider;
+// what names it in the error of another Content-Type.
+func pageForm(r *http.Request, what string) (url.Values, error) {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
+		return nil, fault.E(fault.Invalid, what+" must be posted as application/x-www-form-urlencoded")
+	}
+	body, err := readBody(r)
+	if err != nil {
+		return nil, err
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, fault.E(fault.Invalid, "malformed form")
+	}
+	return form, nil
 }
 
 // authorize answers an authorization request: a redirect to the sign-in
@@ -200,16 +210,9 @@ func (s *Server) oidcSignInPage(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) oidcSignIn(w http.ResponseWriter, r *http.Request) error {
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/x-www-form-urlencoded" {
-		return s.errorPage(w, r, fault.E(fault.Invalid, "the sign-in form must be posted as application/x-www-form-urlencoded"))
-	}
-	body, err := readBody(r)
+	form, err := pageForm(r, "the sign-in form")
 	if err != nil {
 		return s.errorPage(w, r, err)
-	}
-	form, err := url.ParseQuery(string(body))
-	if err != nil {
-		return s.errorPage(w, r, fault.E(fault.Invalid, "malformed form"))
 	}
 	for _, v := range form {
 		if len(v) > 1 {

@@ -179,7 +179,7 @@ func (s *Server) pageLinks(r *http.Request, pg authenticator.Page) map[string]st
 	if pg.PageIndex < last {
 		links["next"] = link(pg.PageIndex + 1)
 	}
-	if pg.PageIndex+2 <= last {
+	if pg.PageIndex < last-1 { // not PageIndex+2 <= last, which wraps for the largest indexes
 		links["skip"] = link(pg.PageIndex + 2)
 	}
 	return links

@@ -59,6 +59,16 @@ func TestAuthenticatorHTTP(t *testing.T) {
 			t.Errorf("bad format: %d %s", r.Status, r.Body)
 		}
 	})
+	t.Run("links of a page past the last", func(t *testing.T) {
+		p := "/api/v1/tenants/" + tn.Code + "/users/" + userID + "/authenticators?pageSize=20&pageIndex="
+		for _, idx := range []string{"5", "9223372036854775807"} {
+			r := e.Do("GET", p+idx, nil, key)
+			links, _ := r.JSON()["links"].(map[string]any)
+			if r.Status != 200 || links["next"] != nil || links["skip"] != nil || links["prev"] == nil {
+				t.Errorf("pageIndex %s: %d links %v, want prev and no next or skip", idx, r.Status, links)
+			}
+		}
+	})
 	t.Run("empty path parameters", func(t *testing.T) {
 		p := "/api/v1/tenants/" + tn.Code + "/users/" + userID + "/authenticators"
 		for _, tt := range []struct{ method, path, msg string }{

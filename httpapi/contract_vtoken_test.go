@@ -174,6 +174,11 @@ func contractVToken(t *testing.T, c *contract, f fixture) {
 		c.do(t, call{method: "POST", path: tokPath(identity.NewGUID()) + "/Role/User:ResetPin", token: key, body: jsonBody("user-pin-1"), want: 404})
 		c.do(t, call{method: "POST", path: role("User:ChangePin"), token: key, body: jsonBody("user-pin-2"),
 			header: http.Header{"X-Virtualtoken-Currentpassword": {"user-pin-1"}}, want: 204})
+		// The specification's ChangePin: reset's body and header, no current password.
+		c.do(t, call{method: "POST", path: role("User:ChangePin"), token: key, body: jsonBody("user-pin-3"),
+			header: http.Header{"X-Virtualtoken-Isnewpasswordencrypted": {"false"}}, want: 204})
+		c.do(t, call{method: "POST", path: role("User:ChangePin"), token: key, body: jsonBody("user-pin-2"),
+			header: http.Header{"X-Virtualtoken-Currentpassword": {"user-pin-3"}}, want: 204})
 		for range 5 {
 			c.do(t, call{method: "POST", path: role("Admin:ChangePin"), token: key, body: adminPIN,
 				header: http.Header{"X-Virtualtoken-Currentpassword": {strings.Repeat("00", 24)}}, req: reqProse, want: 400})

@@ -541,8 +541,11 @@ func (s *Service) ResetPIN(ctx context.Context, p identity.Principal, r Ref, rol
 	return fail(s.setPIN(ctx, r, role, pin))
 }
 
-// ChangePIN sets role's password to newPIN when current is its password.
-// A role without a password is fault.Conflict (reset it first). A wrong
+// ChangePIN sets role's password to newPIN. The specification gives
+// ChangePin the same body and header as ResetPin, so without a current
+// password it does what ResetPIN does (audited as a change, meta
+// verified false). With one, the current password must be role's: a role
+// without a password is then fault.Conflict (reset it first), and a wrong
 // current password is fault.Invalid and counts: after MaxPINFailures in a
 // row the role is locked for PINLockout (fault.TooManyRequests, audited as
 // ActionPINLocked); a right one resets the count.
@@ -561,17 +564,16 @@ func (s *Service) ChangePIN(ctx context.Context, p identity.Principal, r Ref, ro
 	if err != nil {
 		return fail(err)
 	}
-	// A missing current password is the client's mistake, not a guess:
-	// it must not count towards the lockout nor read as a wrong password.
-	if cur == "" {
-		return fail(fault.E(fault.Invalid, fault.Field("currentPassword"), "the current "+role+" password is required (header X-VirtualToken-CurrentPassword)"))
-	}
 	pin, err := s.decrypt(ctx, r.TenantID, newPIN, "password")
 	if err != nil {
 		return fail(err)
 	}
 	if err := CheckPIN(role, pin); err != nil {
 		return fail(err)
+	}
+	meta["verified"] = cur != ""
+	if cur == "" { // the specification's ChangePin: reset's body and header
+		return fail(s.setPIN(ctx, r, role, pin))
 	}
 	if err := s.verifyPIN(ctx, p, r, t, role, canonicalPIN(role, cur)); err != nil {
 		return fail(err)

@@ -417,22 +417,31 @@ func TestPINs(t *testing.T) {
 	if err := change("reset-pin-1", "x-pin-1234"); err != nil {
 		t.Errorf("after reset: %v", err)
 	}
-	// A missing current password is a 400 of its own and is not counted
-	// towards the lockout: MaxPINFailures of them leave the role unlocked.
+	// Without a current password, ChangePin is the specification's: the
+	// same body and header as ResetPin, and it does what ResetPin does,
+	// locked role included; the new password is still checked.
 	for range vtoken.MaxPINFailures {
-		err := change("", "y-pin-1234")
-		wantKind(t, "no current password", err, fault.Invalid)
-		if !strings.Contains(fault.MessageOf(err), "required") {
-			t.Errorf("no current password message = %q", fault.MessageOf(err))
-		}
+		change("wrong-pin-1", "other-pin-1")
 	}
-	if err := change("x-pin-1234", "y-pin-1234"); err != nil {
-		t.Errorf("after missing current passwords: %v", err)
+	wantKind(t, "locked before a change without the current password", change("x-pin-1234", "z-pin-1234"), fault.TooManyRequests)
+	wantKind(t, "bad new password, no current one", change("", "short"), fault.Invalid)
+	if err := change("", "y-pin-1234"); err != nil {
+		t.Fatalf("change without the current password: %v", err)
 	}
-	// ChangePin needs a password to have been set.
+	if err := change("y-pin-1234", "z-pin-1234"); err != nil {
+		t.Errorf("the password set without the current one: %v", err)
+	}
+	if recs := f.records(t, vtoken.ActionChangePIN); len(recs) == 0 || recs[len(recs)-1].Meta["verified"] != true {
+		t.Errorf("last change audit = %+v, want verified true", recs)
+	}
+	// A role never set: ChangePin with a current password is 409 (reset
+	// it first); without one it sets it.
 	tok2 := f.newToken(t, vtoken.V1)
 	err = f.svc.ChangePIN(ctx, f.key, f.ref(tok2), vtoken.RoleUser, vtoken.PINInput{Text: "whatever-1"}, vtoken.PINInput{Text: "new-pin-123"})
 	wantKind(t, "change without a password", err, fault.Conflict)
+	if err := f.svc.ChangePIN(ctx, f.key, f.ref(tok2), vtoken.RoleUser, vtoken.PINInput{}, vtoken.PINInput{Text: "new-pin-123"}); err != nil {
+		t.Errorf("first password through ChangePin without a current one: %v", err)
+	}
 }
 
 func TestEncryptedPasswords(t *testing.T) {

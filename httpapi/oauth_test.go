@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/httpapi"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
@@ -335,5 +337,45 @@ func TestRequireAccessTokenWithDPoP(t *testing.T) {
 				t.Errorf("status %d %s (%s), want %d", r.Status, r.Body, r.Header.Get("WWW-Authenticate"), tt.status)
 			}
 		})
+	}
+}
+
+// TestScopeRefusalsAudited: a request refused because the caller's token
+// lacks the route's scope never reaches the area's service, and is
+// audited all the same: in the caller's tenant, under the route's area,
+// failed, with the refusal as meta.errorMessage.
+func TestScopeRefusalsAudited(t *testing.T) {
+	e := latchkeytest.New(t)
+	tn := e.NewTenant("Acme")
+	id, secret := e.OAuthClient(tn, "", identity.ScopeEventConsumer)
+	tok := e.AccessToken(id, secret)
+	for _, c := range []struct {
+		method, path, source string
+		body                 any
+	}{
+		{"POST", "/events/v1/events", audit.SourceEvents, map[string]any{"e1": map[string]any{}}},
+		{"GET", "/audit/v1/service_instances", audit.SourceAudit, nil},
+		{"GET", "/eventstream/v1/subscriptions", audit.SourceEventStream, nil},
+		{"POST", "/notification/v1/subscriptions", audit.SourceNotification, map[string]any{}},
+	} {
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			if r := e.Do(c.method, c.path, c.body, "Authorization: Bearer "+tok); r.Status != 403 {
+				t.Fatalf("status %d %s, want 403", r.Status, r.Body)
+			}
+			rec := lastAuditWhere(t, e, tn.ID, httpapi.ActionAccessDenied)
+			want := map[string]any{"method": c.method, "route": c.path, "client_id": id, "errorMessage": rec.Meta["errorMessage"]}
+			if d := cmp.Diff(want, rec.Meta); d != "" || rec.Source != c.source || rec.Status != audit.StatusFailed || rec.ActorID != id ||
+				!strings.Contains(fmt.Sprint(rec.Meta["errorMessage"]), "lacks scope") {
+				t.Errorf("record %+v (meta -want +got:\n%s), want source %s, failed, actor %s", rec, d, c.source, id)
+			}
+		})
+	}
+	// Without a token there is no tenant to write to: 401, and no record.
+	before := lastAuditWhere(t, e, tn.ID, httpapi.ActionAccessDenied).Seq
+	if r := e.Do("GET", "/events/v1/events", nil); r.Status != 401 {
+		t.Errorf("no token: %d", r.Status)
+	}
+	if after := lastAuditWhere(t, e, tn.ID, httpapi.ActionAccessDenied).Seq; after != before {
+		t.Errorf("a request without a token was recorded in the tenant (seq %d after %d)", after, before)
 	}
 }

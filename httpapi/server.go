@@ -364,23 +364,65 @@ func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
 		if o.auth != nil {
 			p, err := o.auth(r)
 			if err != nil {
+				if fault.Is(fault.Forbidden, err) && p.TenantID != "" {
+					err = s.recordRefusal(r, p, route, err)
+				}
 				s.writeError(w, r, o.style, err)
 				return
 			}
-			actor := p.UserID
-			if actor == "" {
-				actor = p.ClientID
-			}
-			if actor == "" {
-				actor = "apikey:" + p.APIKeyID
-			}
-			ctx := audit.WithActor(withPrincipal(r.Context(), p), actor, p.ClientID)
+			ctx := audit.WithActor(withPrincipal(r.Context(), p), actorOf(p), p.ClientID)
 			r = r.WithContext(ctx)
 		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, o.style, err)
 		}
 	}))
+}
+
+// ActionAccessDenied is the audit action of a request an authenticated
+// caller may not make because its token lacks the route's scope: that
+// refusal happens here, before any area's service, and the areas audit
+// only what their services refuse.
+const ActionAccessDenied = "access.denied"
+
+// actorOf is the audit actor of a caller: its user, else its client, else
+// its API key.
+func actorOf(p identity.Principal) string {
+	switch {
+	case p.UserID != "":
+		return p.UserID
+	case p.ClientID != "":
+		return p.ClientID
+	}
+	return "apikey:" + p.APIKeyID
+}
+
+// recordRefusal audits a refusal of route to the authenticated caller p
+// in its tenant, under the area the route belongs to, and returns err (or
+// the audit log's unavailability, as every area does when its record
+// cannot be written).
+func (s *Server) recordRefusal(r *http.Request, p identity.Principal, route Route, err error) error {
+	ctx := audit.WithActor(r.Context(), actorOf(p), p.ClientID)
+	meta := map[string]any{"method": route.Method, "route": route.Pattern}
+	if p.ClientID != "" {
+		meta["client_id"] = p.ClientID
+	}
+	return audit.Outcome(ctx, s.p.Audit(), audit.Entry{TenantID: p.TenantID, Source: s.sourceOf(route.Pattern), Action: ActionAccessDenied, Err: err, Meta: meta})
+}
+
+// sourceOf is the audit source of the area a route pattern belongs to.
+func (s *Server) sourceOf(pattern string) string {
+	for _, a := range []struct{ prefix, source string }{
+		{s.opts.AuditURL + "/", audit.SourceAudit},
+		{s.opts.NotificationURL + "/", audit.SourceNotification},
+		{s.opts.EventStreamURL + "/", audit.SourceEventStream},
+		{s.opts.EventsURL + "/", audit.SourceEvents},
+	} {
+		if a.prefix != "/" && strings.HasPrefix(pattern, a.prefix) {
+			return a.source
+		}
+	}
+	return audit.SourcePlatform
 }
 
 type principalKey struct{}

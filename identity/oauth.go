@@ -329,7 +329,7 @@ func (s *Service) IntrospectFor(ctx context.Context, c OAuthClient, token string
 		return Introspection{}, s.record(ctx, c.TenantID, ActionOAuthIntrospect, err, map[string]any{"client_id": c.ID})
 	}
 	out := Introspection{}
-	if tc, ok := s.parseAny(token); ok && tc.TenantID == c.TenantID && (!c.IsPublic() || tc.ClientID == c.ID) {
+	if tc, ok := s.parseAny(token); ok && c.Reach(tc.TenantID, tc.ClientID) == nil {
 		s.revs.expedite() // introspection reads the store's revocations now
 		if err := s.checkRevoked(ctx, tc); err == nil {
 			out = introspection(tc)
@@ -360,6 +360,21 @@ func introspection(c *Claims) Introspection {
 		out.Nbf = c.NotBefore.Unix()
 	}
 	return out
+}
+
+// Reach returns nil when client c may introspect or revoke a token issued
+// in tenantID to clientID: a token of its own tenant and, for a public
+// client, whose client_id anyone may send, one issued to it. Otherwise it
+// is the refusal RFC 7009 §2.1 asks for (ErrUnauthorizedClient); an
+// introspection answers such a token as inactive instead.
+func (c OAuthClient) Reach(tenantID, clientID string) error {
+	switch {
+	case tenantID != c.TenantID:
+		return fault.E(fault.Invalid, "the token was not issued in this client's tenant", ErrUnauthorizedClient)
+	case c.IsPublic() && clientID != c.ID:
+		return fault.E(fault.Invalid, "a public client may revoke only its own tokens", ErrUnauthorizedClient)
+	}
+	return nil
 }
 
 // Revoke answers an RFC 7009 revocation request of an OAuth client
@@ -395,11 +410,8 @@ func (s *Service) RevokeFor(ctx context.Context, c OAuthClient, token string) er
 		meta["valid"] = false
 		return s.record(ctx, c.TenantID, ActionOAuthRevoke, nil, meta)
 	}
-	if tc.TenantID != c.TenantID {
-		return s.record(ctx, c.TenantID, ActionOAuthRevoke, fault.E(fault.Invalid, "the token was not issued in this client's tenant", ErrUnauthorizedClient), meta)
-	}
-	if c.IsPublic() && tc.ClientID != c.ID {
-		return s.record(ctx, c.TenantID, ActionOAuthRevoke, fault.E(fault.Invalid, "a public client may revoke only its own tokens", ErrUnauthorizedClient), meta)
+	if err := c.Reach(tc.TenantID, tc.ClientID); err != nil {
+		return s.record(ctx, c.TenantID, ActionOAuthRevoke, err, meta)
 	}
 	r := RevokedToken{JTI: tc.ID, TenantID: tc.TenantID, ExpiresAt: tc.ExpiresAt.Time.UTC(), RevokedAt: s.now()}
 	if err := s.st.RevokeToken(ctx, r); err != nil {

@@ -276,3 +276,30 @@ func TestRegisterOAuthClientResources(t *testing.T) {
 		}
 	}
 }
+
+// TestClientReach: a client reaches the tokens of its tenant; a public
+// client, whose client_id anyone may send, only those issued to it.
+func TestClientReach(t *testing.T) {
+	conf := identity.OAuthClient{ID: "c1", TenantID: "t1"}
+	pub := identity.OAuthClient{ID: "p1", TenantID: "t1", Type: identity.ClientPublic}
+	for _, tc := range []struct {
+		name             string
+		c                identity.OAuthClient
+		tenant, clientID string
+		ok               bool
+	}{
+		{"confidential, its own token", conf, "t1", "c1", true},
+		{"confidential, another client of its tenant", conf, "t1", "c2", true},
+		{"confidential, another tenant", conf, "t2", "c1", false},
+		{"public, its own token", pub, "t1", "p1", true},
+		{"public, another client of its tenant", pub, "t1", "c1", false},
+		{"public, another tenant", pub, "t2", "p1", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.c.Reach(tc.tenant, tc.clientID)
+			if tc.ok && err != nil || !tc.ok && !errors.Is(err, identity.ErrUnauthorizedClient) {
+				t.Errorf("Reach(%s, %s) = %v, want ok %v (else unauthorized_client)", tc.tenant, tc.clientID, err, tc.ok)
+			}
+		})
+	}
+}

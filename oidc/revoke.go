@@ -13,9 +13,8 @@ import (
 // endpoint. Refresh tokens of the code flow are this package's, kept as
 // hashes in its store; every other token (access tokens, platform JWTs) is
 // identity's. The client is authenticated as at the token endpoint, a
-// public client by its client_id alone; a client reaches the tokens of its
-// own tenant, and a public client, whose client_id anyone may send, only
-// the tokens issued to it.
+// public client by its client_id alone, and reaches the tokens
+// identity.OAuthClient.Reach allows, whichever package keeps them.
 
 // Introspect answers an introspection request: a refresh token is active
 // while it is unused, unexpired and its user exists; any other token is
@@ -33,7 +32,7 @@ func (s *Service) Introspect(ctx context.Context, clientID, secret, token string
 	}
 	ctx = audit.WithActor(ctx, c.ID, c.ID)
 	out := identity.Introspection{}
-	if reachable(c, rt) && rt.UsedAt == nil && s.now().Before(rt.ExpiresAt) {
+	if c.Reach(rt.TenantID, rt.ClientID) == nil && rt.UsedAt == nil && s.now().Before(rt.ExpiresAt) {
 		if _, u, err := s.subject(ctx, rt.TenantID, rt.UserID); err == nil {
 			out = identity.Introspection{Active: true, Scope: rt.Scope, ClientID: rt.ClientID, Subject: u.ID.String(),
 				Exp: rt.ExpiresAt.Unix(), Iat: rt.CreatedAt.Unix(), Issuer: s.Issuer(), TenantID: rt.TenantID}
@@ -68,11 +67,8 @@ func (s *Service) Revoke(ctx context.Context, clientID, secret, token string) er
 	}
 	ctx = audit.WithActor(ctx, c.ID, c.ID)
 	meta := map[string]any{"client_id": c.ID, "token_type": "refresh_token"}
-	if rt.TenantID != c.TenantID {
-		return s.record(ctx, c.TenantID, identity.ActionOAuthRevoke, fault.E(fault.Invalid, "the token was not issued in this client's tenant", identity.ErrUnauthorizedClient), meta)
-	}
-	if !reachable(c, rt) {
-		return s.record(ctx, c.TenantID, identity.ActionOAuthRevoke, fault.E(fault.Invalid, "a public client may revoke only its own tokens", identity.ErrUnauthorizedClient), meta)
+	if err := c.Reach(rt.TenantID, rt.ClientID); err != nil {
+		return s.record(ctx, c.TenantID, identity.ActionOAuthRevoke, err, meta)
 	}
 	meta["grant"] = rt.GrantID
 	return s.record(ctx, c.TenantID, identity.ActionOAuthRevoke, s.revokeGrant(ctx, rt.TenantID, rt.GrantID, rt.CreatedAt, s.now()), meta)
@@ -89,10 +85,4 @@ func (s *Service) refreshToken(ctx context.Context, token string) (RefreshToken,
 		return RefreshToken{}, false, nil
 	}
 	return rt, err == nil, err
-}
-
-// reachable reports whether client c may introspect or revoke rt: a
-// token of its tenant and, for a public client, one issued to it.
-func reachable(c identity.OAuthClient, rt RefreshToken) bool {
-	return rt.TenantID == c.TenantID && (!c.IsPublic() || rt.ClientID == c.ID)
 }

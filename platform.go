@@ -128,6 +128,13 @@ type Config struct {
 	// taken over once its lease lapses.
 	EventStreamLeaseFor  time.Duration
 	EventStreamPollEvery time.Duration
+	// VaultLeaseFor and VaultPollEvery tune the vault's rotation pass (its
+	// keys' dates and automatic rotations, claimed under a lease so that
+	// one process handles each key) and how often encryption counts are
+	// stored; zero means vault.DefaultLeaseFor (2 minutes) and
+	// vault.DefaultPollEvery (1 minute).
+	VaultLeaseFor  time.Duration
+	VaultPollEvery time.Duration
 	// InstanceName names this process in the leases it holds (event-stream
 	// subscriptions, export jobs; column lease_owner), so that an operator
 	// or a fault-injection harness can tell which process delivers what.
@@ -175,6 +182,11 @@ const exportChannel = "latchkey_export_jobs"
 // revocation (of a subject or of one token) makes every process re-read
 // the revocations at once rather than within 5 seconds.
 const revocationsChannel = "latchkey_revocations"
+
+// vaultKeysChannel is the Notifier channel on which a changed vault key
+// makes every process read its keys again at once rather than within 5
+// seconds.
+const vaultKeysChannel = "latchkey_vault_keys"
 
 // DefaultIssuer is the issuer of a platform configured without one: the
 // example server's default URL, which is also httpapi.Defaults' PublicURL,
@@ -320,7 +332,15 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		}
 		p.ownArchiveDir = true
 	}
-	p.Vault = vault.NewService(vault.Config{Store: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock})
+	vcfg := vault.Config{Store: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Owner: p.leaseOwner(), LeaseFor: cfg.VaultLeaseFor, PollEvery: cfg.VaultPollEvery}
+	if n, ok := cfg.Store.(Notifier); ok {
+		vcfg.Announce = func(ctx context.Context) error { return n.Notify(ctx, vaultKeysChannel) }
+	}
+	if l, ok := cfg.Store.(Locker); ok {
+		vcfg.Lock = l.WithLock
+	}
+	p.Vault = vault.NewService(vcfg)
 	p.Exports, err = audit.NewExporter(audit.ExporterConfig{
 		Store: cfg.Store, Sink: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		Signer: func() (audit.DigestSigner, error) {
@@ -455,7 +475,8 @@ func (p *Platform) CreateUser(ctx context.Context, by identity.Principal, tenant
 }
 
 // Run runs the background workers (audit export jobs, archive clean-up,
-// event retention, expired Idempotency-Key purging and event-stream delivery) until ctx ends or Close is called, and returns once they
+// event retention, expired Idempotency-Key purging, event-stream delivery,
+// and the vault's rotation pass and encryption counters) until ctx ends or Close is called, and returns once they
 // have stopped. With a Notifier store, a job queued by any process wakes
 // the export worker.
 func (p *Platform) Run(ctx context.Context) error {
@@ -494,12 +515,19 @@ func (p *Platform) Run(ctx context.Context) error {
 				p.Identity.RevocationsChanged()
 			}
 		}()
+		keys := n.Listen(ctx, vaultKeysChannel)
+		go func() {
+			for range keys {
+				p.Vault.KeysChanged()
+			}
+		}()
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { p.Events.Run(ctx) })
 	wg.Go(func() { p.Guide.Run(ctx) })
 	wg.Go(func() { p.Idempotency.Run(ctx) })
 	wg.Go(func() { p.streamEngine.Run(ctx) })
+	wg.Go(func() { p.Vault.Run(ctx) })
 	err := p.Exports.Run(ctx)
 	cancel()
 	wg.Wait()

@@ -193,9 +193,11 @@ func TestVaultRoles(t *testing.T) {
 			}
 		})
 	}
-	// An OAuth access token (audience api) is not a platform JWT.
-	id, secret := e.OAuthClient(tn, "tenant-admin")
-	if r := e.Do("GET", keysPath, nil, bearer(e.AccessToken(id, secret))); r.Status != 401 {
-		t.Errorf("OAuth access token: %d, want 401", r.Status)
+	// An OAuth access token is judged by its vault scopes alone: a
+	// tenant-admin client without them is refused (API-keys.md, Access).
+	id, secret := e.OAuthClient(tn, "tenant-admin", "audit:export")
+	r := e.Do("GET", keysPath, nil, bearer(e.AccessToken(id, secret)))
+	if r.Status != 403 || !strings.Contains(r.Header.Get("WWW-Authenticate"), `error="insufficient_scope"`) || !strings.Contains(r.Header.Get("WWW-Authenticate"), `scope="vault:keys:read"`) {
+		t.Errorf("OAuth access token without vault scopes: %d %s %s", r.Status, r.Header.Get("WWW-Authenticate"), r.Body)
 	}
 }

@@ -84,7 +84,7 @@ func CertificateThumbprint(der []byte) string {
 
 // Principal converts verified claims to the caller they describe.
 func (c *Claims) Principal() Principal {
-	p := Principal{TenantID: c.TenantID, TenantCode: c.TenantCode, ClientID: c.ClientID, Roles: c.Roles}
+	p := Principal{TenantID: c.TenantID, TenantCode: c.TenantCode, ClientID: c.ClientID, Roles: c.Roles, Token: c.Kind}
 	if c.Scope != "" {
 		p.Scopes = strings.Fields(c.Scope)
 	}

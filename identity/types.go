@@ -38,10 +38,31 @@ const (
 	ScopeEventStreamAdmin     = "eventstream:subscription:administrator"
 )
 
+// Scopes of the vault (keys2 of area A, API-keys.md): its routes take OAuth
+// access tokens as well as platform JWTs.
+const (
+	ScopeVaultKeysRead   = "vault:keys:read"
+	ScopeVaultKeysAdmin  = "vault:keys:admin"
+	ScopeVaultKeysExport = "vault:keys:export"
+	ScopeVaultEncrypt    = "vault:crypto:encrypt"
+	ScopeVaultDecrypt    = "vault:crypto:decrypt"
+	ScopeVaultDatakey    = "vault:crypto:datakey"
+	ScopeVaultSign       = "vault:crypto:sign"
+	ScopeVaultVerify     = "vault:crypto:verify"
+)
+
+// VaultScopes lists the vault's scopes.
+var VaultScopes = []string{
+	ScopeVaultKeysRead, ScopeVaultKeysAdmin, ScopeVaultKeysExport, ScopeVaultEncrypt,
+	ScopeVaultDecrypt, ScopeVaultDatakey, ScopeVaultSign, ScopeVaultVerify,
+}
+
 // AllScopes lists every scope a client_credentials token may be granted.
 var AllScopes = []string{
 	ScopeAuditExport, ScopeNotificationAdmin, ScopeNotificationConsumer,
 	ScopeEventConsumer, ScopeEventProducer, ScopeEventStreamAdmin,
+	ScopeVaultKeysRead, ScopeVaultKeysAdmin, ScopeVaultKeysExport, ScopeVaultEncrypt,
+	ScopeVaultDecrypt, ScopeVaultDatakey, ScopeVaultSign, ScopeVaultVerify,
 }
 
 // OpenID Connect scopes (OpenID Connect Core §5.4, §11): a relying party
@@ -351,6 +372,10 @@ type Principal struct {
 	Scopes     []string
 	Areas      []string // API keys only
 	APIKeyID   string   // API keys only
+	// Token is the kind of token that authenticated the caller
+	// (PlatformToken or AccessToken); empty for API keys. The vault
+	// decides by roles for the one and by scopes for the other.
+	Token TokenKind
 }
 
 // HasRole reports whether p holds role r.

@@ -1,12 +1,8 @@
 package vault_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,128 +30,78 @@ func refusalOf(err error) *refusal {
 
 func invalid(field, msg string) *refusal { return &refusal{fault.Invalid, field, msg} }
 
-// checkMaterial parses material as the key spec says it must be.
-func checkMaterial(t *testing.T, spec vault.KeySpec, material []byte) {
-	t.Helper()
-	switch spec.Algorithm {
-	case vault.AlgorithmAES:
-		if len(material)*8 != spec.Size {
-			t.Fatalf("AES material is %d bytes, want %d", len(material), spec.Size/8)
-		}
-		return
-	}
-	k, err := x509.ParsePKCS8PrivateKey(material)
-	if err != nil {
-		t.Fatalf("material is not PKCS #8: %v", err)
-	}
-	switch k := k.(type) {
-	case *rsa.PrivateKey:
-		if spec.Algorithm != vault.AlgorithmRSA || k.N.BitLen() != spec.Size {
-			t.Fatalf("RSA key of %d bits for %+v", k.N.BitLen(), spec)
-		}
-		if err := k.Validate(); err != nil {
-			t.Fatal(err)
-		}
-	case *ecdsa.PrivateKey:
-		want := map[string]elliptic.Curve{vault.CurveP256: elliptic.P256(), vault.CurveP384: elliptic.P384()}[spec.Curve]
-		if spec.Algorithm != vault.AlgorithmEC || k.Curve != want {
-			t.Fatalf("EC key on %s for %+v", k.Curve.Params().Name, spec)
-		}
-	default:
-		t.Fatalf("material holds a %T", k)
-	}
-}
-
-func TestGenerate(t *testing.T) {
+func TestNormalize(t *testing.T) {
 	tests := []struct {
 		name string
 		in   vault.KeySpec
-		want vault.KeySpec // normalised
-		slow bool
+		want vault.KeySpec
 	}{
-		{name: "AES 128", in: vault.KeySpec{Algorithm: "AES", Size: 128}, want: vault.KeySpec{Algorithm: "AES", Size: 128}},
-		{name: "AES 192", in: vault.KeySpec{Algorithm: "AES", Size: 192}, want: vault.KeySpec{Algorithm: "AES", Size: 192}},
-		{name: "AES 256 lower case", in: vault.KeySpec{Algorithm: "aes", Size: 256}, want: vault.KeySpec{Algorithm: "AES", Size: 256}},
-		{name: "RSA 2048", in: vault.KeySpec{Algorithm: "RSA", Size: 2048}, want: vault.KeySpec{Algorithm: "RSA", Size: 2048}},
-		{name: "RSA 3072", in: vault.KeySpec{Algorithm: "rsa", Size: 3072}, want: vault.KeySpec{Algorithm: "RSA", Size: 3072}},
-		{name: "RSA 4096", in: vault.KeySpec{Algorithm: "RSA", Size: 4096}, want: vault.KeySpec{Algorithm: "RSA", Size: 4096}, slow: true},
-		{name: "EC P-256", in: vault.KeySpec{Algorithm: "EC", Curve: "P-256"}, want: vault.KeySpec{Algorithm: "EC", Size: 256, Curve: "P-256"}},
-		{name: "EC P-384", in: vault.KeySpec{Algorithm: "EC", Curve: "P-384"}, want: vault.KeySpec{Algorithm: "EC", Size: 384, Curve: "P-384"}},
-		{name: "EC secp256r1", in: vault.KeySpec{Algorithm: "EC", Curve: "secp256r1"}, want: vault.KeySpec{Algorithm: "EC", Size: 256, Curve: "P-256"}},
-		{name: "EC secp384r1", in: vault.KeySpec{Algorithm: "ec", Curve: "secp384r1"}, want: vault.KeySpec{Algorithm: "EC", Size: 384, Curve: "P-384"}},
-		{name: "EC prime256v1", in: vault.KeySpec{Algorithm: "EC", Curve: "prime256v1"}, want: vault.KeySpec{Algorithm: "EC", Size: 256, Curve: "P-256"}},
-		{name: "EC by size", in: vault.KeySpec{Algorithm: "EC", Size: 384}, want: vault.KeySpec{Algorithm: "EC", Size: 384, Curve: "P-384"}},
-		{name: "EC size and curve agree", in: vault.KeySpec{Algorithm: "EC", Size: 256, Curve: "p-256"}, want: vault.KeySpec{Algorithm: "EC", Size: 256, Curve: "P-256"}},
-		{name: "unexportable kept", in: vault.KeySpec{Algorithm: "AES", Size: 256, Unexportable: true}, want: vault.KeySpec{Algorithm: "AES", Size: 256, Unexportable: true}},
+		{"AES 128", vault.KeySpec{Algorithm: "AES", Size: 128}, vault.KeySpec{Algorithm: "AES", Size: 128}},
+		{"AES 256 lower case", vault.KeySpec{Algorithm: "aes", Size: 256}, vault.KeySpec{Algorithm: "AES", Size: 256}},
+		{"CHACHA20", vault.KeySpec{Algorithm: "chacha20"}, vault.KeySpec{Algorithm: "CHACHA20", Size: 256}},
+		{"CHACHA20-POLY1305 256", vault.KeySpec{Algorithm: "ChaCha20-Poly1305", Size: 256}, vault.KeySpec{Algorithm: "CHACHA20", Size: 256}},
+		{"HMAC default", vault.KeySpec{Algorithm: "HMAC"}, vault.KeySpec{Algorithm: "HMAC", Size: 256, Hash: "SHA-256"}},
+		{"HMAC SHA-512", vault.KeySpec{Algorithm: "hmac", Hash: "sha2-512"}, vault.KeySpec{Algorithm: "HMAC", Size: 512, Hash: "SHA-512"}},
+		{"HMAC SHA-384 sized", vault.KeySpec{Algorithm: "HMAC", Hash: "SHA384", Size: 1024}, vault.KeySpec{Algorithm: "HMAC", Size: 1024, Hash: "SHA-384"}},
+		{"RSA 3072", vault.KeySpec{Algorithm: "rsa", Size: 3072}, vault.KeySpec{Algorithm: "RSA", Size: 3072}},
+		{"EC P-384", vault.KeySpec{Algorithm: "EC", Curve: "P-384"}, vault.KeySpec{Algorithm: "EC", Size: 384, Curve: "P-384"}},
+		{"EC secp256r1", vault.KeySpec{Algorithm: "EC", Curve: "secp256r1"}, vault.KeySpec{Algorithm: "EC", Size: 256, Curve: "P-256"}},
+		{"EC prime256v1", vault.KeySpec{Algorithm: "EC", Curve: "prime256v1"}, vault.KeySpec{Algorithm: "EC", Size: 256, Curve: "P-256"}},
+		{"EC by size", vault.KeySpec{Algorithm: "EC", Size: 384}, vault.KeySpec{Algorithm: "EC", Size: 384, Curve: "P-384"}},
+		{"ED25519", vault.KeySpec{Algorithm: "Ed25519"}, vault.KeySpec{Algorithm: "ED25519", Size: 256}},
+		{"ML-DSA default", vault.KeySpec{Algorithm: "ML-DSA"}, vault.KeySpec{Algorithm: "ML-DSA", Size: 65}},
+		{"ML-DSA-44 by name", vault.KeySpec{Algorithm: "ml-dsa-44"}, vault.KeySpec{Algorithm: "ML-DSA", Size: 44}},
+		{"ML-DSA 87 by size", vault.KeySpec{Algorithm: "ML-DSA", Size: 87}, vault.KeySpec{Algorithm: "ML-DSA", Size: 87}},
+		{"ML-KEM default", vault.KeySpec{Algorithm: "ML-KEM"}, vault.KeySpec{Algorithm: "ML-KEM", Size: 768}},
+		{"ML-KEM-1024 name and size", vault.KeySpec{Algorithm: "ML-KEM-1024", Size: 1024}, vault.KeySpec{Algorithm: "ML-KEM", Size: 1024}},
+		{"X-WING", vault.KeySpec{Algorithm: "x-wing"}, vault.KeySpec{Algorithm: "X-WING"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel() // RSA generation dominates; run the sizes side by side
-			if tt.slow && testing.Short() {
-				t.Skip("RSA 4096 generation is slow; skipped with -short")
-			}
 			got, err := tt.in.Normalize()
 			if err != nil {
-				t.Fatalf("Normalize: %v", err)
+				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("Normalize (-want +got):\n%s", diff)
 			}
-			material, size, err := vault.Generate(tt.in)
-			if err != nil {
-				t.Fatalf("Generate: %v", err)
-			}
-			if size != tt.want.Size {
-				t.Errorf("size = %d, want %d", size, tt.want.Size)
-			}
-			checkMaterial(t, tt.want, material)
 		})
 	}
 }
 
-func TestGenerateIsRandom(t *testing.T) {
-	a, _, err := vault.Generate(vault.KeySpec{Algorithm: "AES", Size: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _, _ := vault.Generate(vault.KeySpec{Algorithm: "AES", Size: 256})
-	if slices.Equal(a, b) {
-		t.Fatal("two AES keys are equal")
-	}
-}
-
-func TestGenerateRefusals(t *testing.T) {
+func TestNormalizeRefusals(t *testing.T) {
+	const all = "use AES, CHACHA20, HMAC, RSA, EC, ED25519, ML-DSA, ML-KEM or X-WING"
 	tests := []struct {
 		name string
 		in   vault.KeySpec
 		want *refusal
 	}{
-		{"no algorithm", vault.KeySpec{Size: 256}, invalid("algorithm", "algorithm is required; use AES, RSA or EC")},
-		{"unknown algorithm", vault.KeySpec{Algorithm: "DES", Size: 56}, invalid("algorithm", `algorithm "DES" is not supported; use AES, RSA or EC`)},
+		{"no algorithm", vault.KeySpec{Size: 256}, invalid("algorithm", "algorithm is required; "+all)},
+		{"unknown algorithm", vault.KeySpec{Algorithm: "DES", Size: 56}, invalid("algorithm", `algorithm "DES" is not supported; `+all)},
 		{"AES without size", vault.KeySpec{Algorithm: "AES"}, invalid("size", "size is required for AES keys; use 128, 192 or 256")},
-		{"AES 64", vault.KeySpec{Algorithm: "AES", Size: 64}, invalid("size", "AES key size 64 is not supported; use 128, 192 or 256")},
 		{"AES 512", vault.KeySpec{Algorithm: "AES", Size: 512}, invalid("size", "AES key size 512 is not supported; use 128, 192 or 256")},
 		{"AES with curve", vault.KeySpec{Algorithm: "AES", Size: 256, Curve: "P-256"}, invalid("curve", "curve applies only to EC keys")},
-		{"RSA without size", vault.KeySpec{Algorithm: "RSA"}, invalid("size", "size is required for RSA keys; use 2048, 3072 or 4096")},
+		{"AES with hash", vault.KeySpec{Algorithm: "AES", Size: 256, Hash: "SHA-256"}, invalid("hash", "hash applies only to HMAC keys")},
+		{"CHACHA20 128", vault.KeySpec{Algorithm: "CHACHA20", Size: 128}, invalid("size", "CHACHA20 key size 128 is not supported; use 256")},
+		{"HMAC SHA-1", vault.KeySpec{Algorithm: "HMAC", Hash: "SHA-1"}, invalid("hash", `hash "SHA-1" is not supported; use SHA-256, SHA-384 or SHA-512`)},
+		{"HMAC too small", vault.KeySpec{Algorithm: "HMAC", Size: 128}, invalid("size", "HMAC key size 128 is not supported; use 256 to 1024 bits in whole bytes")},
+		{"HMAC odd bits", vault.KeySpec{Algorithm: "HMAC", Size: 260}, invalid("size", "HMAC key size 260 is not supported; use 256 to 1024 bits in whole bytes")},
 		{"RSA 1024", vault.KeySpec{Algorithm: "RSA", Size: 1024}, invalid("size", "RSA key size 1024 is not supported; use 2048, 3072 or 4096")},
-		{"RSA 8192", vault.KeySpec{Algorithm: "RSA", Size: 8192}, invalid("size", "RSA key size 8192 is not supported; use 2048, 3072 or 4096")},
-		{"RSA negative", vault.KeySpec{Algorithm: "RSA", Size: -2048}, invalid("size", "RSA key size -2048 is not supported; use 2048, 3072 or 4096")},
 		{"RSA with curve", vault.KeySpec{Algorithm: "RSA", Size: 2048, Curve: "P-256"}, invalid("curve", "curve applies only to EC keys")},
 		{"EC without curve", vault.KeySpec{Algorithm: "EC"}, invalid("curve", "curve is required for EC keys; use P-256 or P-384")},
 		{"EC P-521", vault.KeySpec{Algorithm: "EC", Curve: "P-521"}, invalid("curve", `curve "P-521" is not supported; use P-256 or P-384`)},
-		{"EC P-224", vault.KeySpec{Algorithm: "EC", Curve: "P-224"}, invalid("curve", `curve "P-224" is not supported; use P-256 or P-384`)},
-		{"EC secp256k1", vault.KeySpec{Algorithm: "EC", Curve: "secp256k1"}, invalid("curve", `curve "secp256k1" is not supported; use P-256 or P-384`)},
-		{"EC size 521", vault.KeySpec{Algorithm: "EC", Size: 521}, invalid("size", "EC key size 521 is not supported; use curve P-256 or P-384")},
 		{"EC size and curve disagree", vault.KeySpec{Algorithm: "EC", Size: 384, Curve: "P-256"}, invalid("size", "size 384 does not match curve P-256")},
+		{"ED25519 with size", vault.KeySpec{Algorithm: "ED25519", Size: 256}, invalid("size", "ED25519 keys take no size")},
+		{"X-WING with size", vault.KeySpec{Algorithm: "X-WING", Size: 768}, invalid("size", "X-WING keys take no size")},
+		{"ML-DSA 50", vault.KeySpec{Algorithm: "ML-DSA", Size: 50}, invalid("size", "ML-DSA parameter set 50 is not supported; use ML-DSA-44, ML-DSA-65 or ML-DSA-87")},
+		{"ML-DSA-44 size 65", vault.KeySpec{Algorithm: "ML-DSA-44", Size: 65}, invalid("size", "size 65 does not match algorithm ML-DSA-44")},
+		{"ML-KEM 512", vault.KeySpec{Algorithm: "ML-KEM", Size: 512}, invalid("size", "ML-KEM parameter set 512 is not supported; use ML-KEM-768 or ML-KEM-1024")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			material, size, err := vault.Generate(tt.in)
+			_, err := tt.in.Normalize()
 			if diff := cmp.Diff(tt.want, refusalOf(err)); diff != "" {
-				t.Errorf("Generate error (-want +got):\n%s", diff)
-			}
-			if material != nil || size != 0 {
-				t.Errorf("Generate returned material (%d bytes) and size %d with an error", len(material), size)
+				t.Errorf("Normalize error (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -163,18 +109,17 @@ func TestGenerateRefusals(t *testing.T) {
 
 func TestUsageAndObjectType(t *testing.T) {
 	type row struct {
-		Usage      vault.UsageMask
-		ObjectType string
+		Usage, Public vault.UsageMask
+		ObjectType    string
 	}
 	got := map[string]row{}
-	for _, alg := range []string{vault.AlgorithmAES, vault.AlgorithmRSA, vault.AlgorithmEC, "DES"} {
-		got[alg] = row{vault.UsageMaskFor(alg), vault.ObjectTypeFor(alg)}
+	for _, alg := range []string{"AES", "CHACHA20", "HMAC", "RSA", "EC", "ED25519", "ML-DSA", "ML-KEM", "X-WING", "DES"} {
+		got[alg] = row{vault.UsageMaskFor(alg), vault.PublicUsageMask(alg), vault.ObjectTypeFor(alg)}
 	}
 	want := map[string]row{
-		"AES": {60, "symmetricKey"},
-		"RSA": {15, "privateKey"},
-		"EC":  {3, "privateKey"},
-		"DES": {0, ""},
+		"AES": {60, 4, "symmetricKey"}, "CHACHA20": {60, 4, "symmetricKey"}, "HMAC": {384, 0, "symmetricKey"},
+		"RSA": {15, 6, "privateKey"}, "EC": {3, 2, "privateKey"}, "ED25519": {3, 2, "privateKey"}, "ML-DSA": {3, 2, "privateKey"},
+		"ML-KEM": {2060, 2052, "privateKey"}, "X-WING": {2060, 2052, "privateKey"}, "DES": {0, 0, ""},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("usage and object type (-want +got):\n%s", diff)
@@ -187,7 +132,7 @@ func TestNewKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.FixedZone("CET", 3600))
-	k, err := vault.NewKey("tenant-1", "key-1", "payments", vault.KeySpec{Algorithm: "ec", Curve: "secp384r1"}, now, s)
+	k, v, err := vault.NewKey("tenant-1", "key-1", "payments", vault.KeySpec{Algorithm: "ec", Curve: "secp384r1"}, now, s)
 	if err != nil {
 		t.Fatalf("NewKey: %v", err)
 	}
@@ -195,27 +140,36 @@ func TestNewKey(t *testing.T) {
 	want := vault.Key{
 		ID: "key-1", TenantID: "tenant-1", Name: "payments", Algorithm: "EC", Size: 384, Curve: "P-384",
 		UsageMask: vault.UsageSign | vault.UsageVerify, State: "Active", Version: 0,
-		CreatedAt: wantTime, UpdatedAt: wantTime, ObjectType: "privateKey",
+		CreatedAt: wantTime, UpdatedAt: wantTime, ObjectType: "privateKey", Unexportable: true, Origin: "generated", ActivationDate: &wantTime,
 	}
-	if diff := cmp.Diff(want, k, cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".Material" }, cmp.Ignore())); diff != "" {
+	if diff := cmp.Diff(want, k); diff != "" {
 		t.Errorf("NewKey (-want +got):\n%s", diff)
 	}
-	material, err := k.OpenMaterial(s)
+	if v.Version != 0 || v.KeyID != "key-1" || v.TenantID != "tenant-1" || !v.CreatedAt.Equal(wantTime) {
+		t.Errorf("version = %+v", v)
+	}
+	der, err := s.Open(vault.MaterialPurpose("tenant-1", "key-1", 0), v.Material)
 	if err != nil {
-		t.Fatalf("OpenMaterial: %v", err)
+		t.Fatalf("version 0 is not sealed under the name keys had before versions: %v", err)
 	}
-	checkMaterial(t, vault.KeySpec{Algorithm: "EC", Size: 384, Curve: "P-384"}, material)
-
-	// Sealed material is bound to its tenant and key.
-	moved := k
-	moved.TenantID = "tenant-2"
-	if _, err := moved.OpenMaterial(s); !fault.Is(fault.Internal, err) {
-		t.Errorf("material opened under another tenant: %v", err)
+	if _, err := x509.ParsePKCS8PrivateKey(der); err != nil {
+		t.Fatalf("material is not PKCS #8: %v", err)
 	}
-	renamed := k
-	renamed.ID = "key-2"
-	if _, err := renamed.OpenMaterial(s); !fault.Is(fault.Internal, err) {
-		t.Errorf("material opened under another id: %v", err)
+	pub, err := x509.ParsePKIXPublicKey(v.Public)
+	if err != nil {
+		t.Fatalf("public key: %v", err)
+	}
+	if v.KID != vault.KID(v.Public) || len(v.KID) != 16 {
+		t.Errorf("kid %q of %T", v.KID, pub)
+	}
+	// Sealed material is bound to its tenant, key and version.
+	for _, purpose := range []string{vault.MaterialPurpose("tenant-2", "key-1", 0), vault.MaterialPurpose("tenant-1", "key-2", 0), vault.MaterialPurpose("tenant-1", "key-1", 1)} {
+		if _, err := s.Open(purpose, v.Material); err == nil {
+			t.Errorf("material opened as %s", purpose)
+		}
+	}
+	if got := vault.MaterialPurpose("t", "k", 3); got != "vault-key:t/k/v3" {
+		t.Errorf("purpose of version 3 = %q", got)
 	}
 }
 
@@ -231,11 +185,13 @@ func TestNewKeyRefusals(t *testing.T) {
 		{"empty name", "", vault.KeySpec{Algorithm: "AES", Size: 256}, invalid("name", "name is required")},
 		{"blank name", "  ", vault.KeySpec{Algorithm: "AES", Size: 256}, invalid("name", "name is required")},
 		{"long name", strings.Repeat("n", vault.MaxNameLength+1), vault.KeySpec{Algorithm: "AES", Size: 256}, invalid("name", "name is longer than 256 bytes")},
+		{"GUID name", "0b8f3c2e-1d2a-4c5b-9e8f-7a6b5c4d3e2f", vault.KeySpec{Algorithm: "AES", Size: 256}, invalid("name", "name must not be a GUID: a GUID in a path names a key by id")},
+		{"upper-case GUID name", "0B8F3C2E-1D2A-4C5B-9E8F-7A6B5C4D3E2F", vault.KeySpec{Algorithm: "AES", Size: 256}, invalid("name", "name must not be a GUID: a GUID in a path names a key by id")},
 		{"bad spec", "k", vault.KeySpec{Algorithm: "AES", Size: 100}, invalid("size", "AES key size 100 is not supported; use 128, 192 or 256")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := vault.NewKey("t", "id", tt.keyName, tt.spec, now, s)
+			_, _, err := vault.NewKey("t", "id", tt.keyName, tt.spec, now, s)
 			if diff := cmp.Diff(tt.want, refusalOf(err)); diff != "" {
 				t.Errorf("NewKey error (-want +got):\n%s", diff)
 			}
@@ -243,20 +199,21 @@ func TestNewKeyRefusals(t *testing.T) {
 	}
 }
 
-// TestKeyJSON checks the API form of a key: exactly the documented fields,
-// never the material or the tenant.
+// TestKeyJSON checks the API form of a key: the documented fields, never
+// the tenant, the lease or the revision.
 func TestKeyJSON(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	k := vault.Key{
 		ID: "k1", TenantID: "secret-tenant", Name: "n", Algorithm: "AES", Size: 256, UsageMask: 60,
-		State: "Active", Version: 0, CreatedAt: at, UpdatedAt: at, ObjectType: "symmetricKey",
-		Unexportable: true, Material: []byte("SEALED-MATERIAL"),
+		State: "Active", Version: 2, LatestVersion: 3, CreatedAt: at, UpdatedAt: at, ObjectType: "symmetricKey",
+		Unexportable: true, Origin: "generated", ActivationDate: &at, LeaseOwner: "secret-owner", Revision: 9,
+		Pending: []vault.PendingVersion{{Version: 3, At: at}},
 	}
 	b, err := json.Marshal(k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, leak := range []string{"SEALED", "U0VBTEVE", "secret-tenant", "aterial"} {
+	for _, leak := range []string{"secret-tenant", "secret-owner", "evision", "ending", "aterial"} {
 		if strings.Contains(string(b), leak) {
 			t.Errorf("JSON %s contains %q", b, leak)
 		}
@@ -267,13 +224,14 @@ func TestKeyJSON(t *testing.T) {
 	}
 	want := map[string]any{
 		"id": "k1", "name": "n", "algorithm": "AES", "size": 256.0, "usageMask": 60.0, "state": "Active",
-		"version": 0.0, "createdAt": "2026-03-01T12:00:00Z", "updatedAt": "2026-03-01T12:00:00Z",
-		"objectType": "symmetricKey", "unexportable": true,
+		"version": 2.0, "latestVersion": 3.0, "minDecryptionVersion": 0.0, "minEncryptionVersion": 0.0, "minAvailableVersion": 0.0,
+		"createdAt": "2026-03-01T12:00:00Z", "updatedAt": "2026-03-01T12:00:00Z", "activationDate": "2026-03-01T12:00:00Z",
+		"objectType": "symmetricKey", "unexportable": true, "exportable": false, "undeletable": false, "origin": "generated",
+		"autoRotatePeriodSeconds": 0.0, "grants": []any{},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("key JSON (-want +got):\n%s", diff)
 	}
-
 	k.Algorithm, k.Curve = "EC", "P-256"
 	b, _ = json.Marshal(k)
 	if !strings.Contains(string(b), `"curve":"P-256"`) {

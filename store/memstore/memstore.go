@@ -62,6 +62,7 @@ type Store struct {
 
 	cl         clientData                      // client registration; see clients.go
 	vaultKeys  map[string]vault.Key            // by tenant/id; see vault.go
+	vaultVers  map[string][]vault.Version      // by tenant/id, in version order
 	exportJobs map[string]audit.ExportJob      // by id
 	eventLogs  map[string]*eventLog            // by tenant; see events.go
 	subs       map[subKey]notify.Subscription  // see notify.go
@@ -96,6 +97,7 @@ func New() *Store {
 		instances:     map[string][]audit.ServiceInstance{},
 		cl:            clientData{profiles: map[string]clients.Profile{}, regTok: map[string]clients.RegistrationToken{}, clients: map[string]clients.Client{}},
 		vaultKeys:     map[string]vault.Key{},
+		vaultVers:     map[string][]vault.Version{},
 		exportJobs:    map[string]audit.ExportJob{},
 		eventLogs:     map[string]*eventLog{},
 		subs:          map[subKey]notify.Subscription{},
@@ -252,8 +254,33 @@ func cloneLetter(d eventstream.DeadLetter) eventstream.DeadLetter {
 }
 
 func cloneVaultKey(k vault.Key) vault.Key {
-	k.Material = slices.Clone(k.Material)
+	k.ActivationDate = clonePtr(k.ActivationDate)
+	k.DeactivationDate = clonePtr(k.DeactivationDate)
+	k.CompromiseDate = clonePtr(k.CompromiseDate)
+	k.DestroyDate = clonePtr(k.DestroyDate)
+	k.NextRotationAt = clonePtr(k.NextRotationAt)
+	k.NextEventAt = clonePtr(k.NextEventAt)
+	k.Pending = slices.Clone(k.Pending)
+	if len(k.Grants) == 0 {
+		k.Grants = nil
+	} else {
+		gs := make([]vault.Grant, len(k.Grants))
+		for i, g := range k.Grants {
+			gs[i] = vault.Grant{Principal: g.Principal, Operations: slices.Clone(g.Operations)}
+		}
+		k.Grants = gs
+	}
+	if len(k.Pending) == 0 {
+		k.Pending = nil
+	}
 	return k
+}
+
+func cloneVaultVersion(v vault.Version) vault.Version {
+	v.Material = slices.Clone(v.Material)
+	v.Public = slices.Clone(v.Public)
+	v.Status = ""
+	return v
 }
 
 func cloneCert(c vtoken.Certificate) vtoken.Certificate {

@@ -118,10 +118,15 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 		registered = clients.Client{ID: "44444444-4444-4444-8444-444444444443", TenantID: tn1, Name: "device-1", ProfileID: profile.ID, RegistrationTokenID: regToken.ID,
 			Role: "application-owner", SubjectDN: "UID=44444444-4444-4444-8444-444444444443,CN=device-1", CertificatePEM: []byte("-----BEGIN CERTIFICATE-----\nZGV2\n-----END CERTIFICATE-----\n"),
 			Fingerprint: "ab01cd", Serial: "0A1B", NotBefore: at(time.Minute), NotAfter: at(365 * 24 * time.Hour), CreatedAt: at(time.Minute)}
+		// Keys made before versions (migration 21): Active since their
+		// creation, unexportable, their material moved to their version.
 		vaultKeys = []vault.Key{{ID: "66666666-6666-4666-8666-666666666661", TenantID: tn1, Name: "signing", Algorithm: vault.AlgorithmEC, Size: 256, Curve: vault.CurveP256,
-			UsageMask: vault.UsageSign | vault.UsageVerify, State: vault.StateActive, CreatedAt: e0, UpdatedAt: e0, ObjectType: vault.ObjectTypePrivateKey, Unexportable: true, Material: []byte("sealed ec")},
+			UsageMask: vault.UsageSign | vault.UsageVerify, State: vault.StateActive, CreatedAt: e0, UpdatedAt: e0, ObjectType: vault.ObjectTypePrivateKey, Unexportable: true,
+			Origin: vault.OriginGenerated, ActivationDate: tp(e0)},
 			{ID: "66666666-6666-4666-8666-666666666662", TenantID: tn1, Name: "wrap", Algorithm: vault.AlgorithmAES, Size: 256, UsageMask: vault.UsageEncrypt | vault.UsageDecrypt | vault.UsageWrapKey | vault.UsageUnwrapKey,
-				State: vault.StateActive, Version: 1, CreatedAt: at(time.Second), UpdatedAt: at(2 * time.Second), ObjectType: vault.ObjectTypeSymmetricKey, Material: []byte{0, 1, 2, 3}}}
+				State: vault.StateActive, Version: 1, LatestVersion: 1, CreatedAt: at(time.Second), UpdatedAt: at(2 * time.Second), ObjectType: vault.ObjectTypeSymmetricKey, Unexportable: true,
+				Origin: vault.OriginGenerated, ActivationDate: tp(at(time.Second))}}
+		vaultVersions = []vault.Version{{TenantID: tn1, KeyID: vaultKeys[1].ID, Version: 1, CreatedAt: at(time.Second), ActivationDate: at(time.Second), Material: []byte{0, 1, 2, 3}}}
 		jobActive = audit.ExportJob{ID: "77777777-7777-4777-8777-777777777771", TenantID: tn2, Request: audit.ExportRequest{From: at(-time.Hour), To: at(time.Hour), ActorID: "alice", Status: audit.StatusFailed},
 			State: audit.JobActive, StartedAt: at(time.Second), TraceID: "0af7651916cd43dd8448eb211c80319c", Attempts: 1, LeaseOwner: "worker-1", LeaseUntil: at(6 * time.Minute)}
 		jobDone = audit.ExportJob{ID: "77777777-7777-4777-8777-777777777772", TenantID: tn1, Request: audit.ExportRequest{From: at(-12 * time.Hour), To: at(12 * time.Hour), Source: audit.SourcePlatform},
@@ -222,6 +227,7 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 		{"clients", []clients.Client{registered}, func() (any, error) { return s.ListClients(ctx, tn1) }},
 		{"lookup client", registered, func() (any, error) { return s.LookupClient(ctx, registered.ID) }},
 		{"vault keys", []any{vaultKeys, 2}, func() (any, error) { return pair(s.ListKeys(ctx, tn1, vault.ListQuery{Limit: 10})) }},
+		{"vault key versions", vaultVersions, func() (any, error) { return s.ListKeyVersions(ctx, tn1, vaultKeys[1].ID) }},
 		{"active job", jobActive, func() (any, error) { return s.GetExportJob(ctx, tn2, jobActive.ID) }},
 		{"done job", jobDone, func() (any, error) { return s.GetExportJob(ctx, tn1, jobDone.ID) }},
 		{"expired archives", []audit.ExportJob{jobDone}, func() (any, error) { return s.ListExpiredArchives(ctx, at(25*time.Hour), 10) }},

@@ -19,7 +19,6 @@ import (
 
 func init() {
 	registerContractArea("client-management", contractClients)
-	registerContractArea("vault", contractVault)
 }
 
 // platformUnauthenticated runs the 401 cases every platform-JWT route shares.
@@ -183,67 +182,6 @@ func contractClients(t *testing.T, c *contract, f fixture) {
 		c.do(t, call{method: "DELETE", path: base + "/clients/not-a-guid", token: f.acme.admin, req: reqInvalid, want: 404})
 		platformUnauthenticated(t, c, f, "DELETE", p, nil)
 		c.do(t, call{method: "POST", path: "/api/v1/auth/tokens/", body: jsonBody(map[string]string{"grant_type": "client_credential", "client_id": other.id}), want: 401})
-	})
-}
-
-func contractVault(t *testing.T, c *contract, f fixture) {
-	const p = "/api/v1/vault/keys2"
-	keyReq := func(v map[string]any) []byte { return jsonBody(v) }
-	var aes, rootKey string
-	t.Run("create key", func(t *testing.T) {
-		_, body := c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: keyReq(map[string]any{"name": "aes", "algorithm": "aes", "size": 256}), want: 201})
-		aes = decode[map[string]any](t, body)["id"].(string)
-		_, body = c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: keyReq(map[string]any{"name": "ec", "algorithm": "EC", "curve": "secp384r1", "unexportable": true}), want: 201})
-		if got := decode[map[string]any](t, body); got["curve"] != "P-384" || got["size"] != float64(384) || got["usageMask"] != float64(3) {
-			t.Errorf("EC key %s", body)
-		}
-		_, body = c.do(t, call{method: "POST", path: p, token: f.root, body: keyReq(map[string]any{"name": "aes", "algorithm": "AES", "size": 128}), want: 201})
-		rootKey = decode[map[string]any](t, body)["id"].(string)
-		c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: keyReq(map[string]any{"name": "aes", "algorithm": "AES", "size": 128}), want: 409})
-		c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: keyReq(map[string]any{"name": "odd", "algorithm": "AES", "size": 100}), want: 400})
-		c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: keyReq(map[string]any{"name": "rsa", "algorithm": "RSA", "size": 2048, "curve": "P-256"}), want: 400})
-		c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: keyReq(map[string]any{"name": "des", "algorithm": "DES", "size": 56}), req: reqInvalid, want: 400})
-		c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: keyReq(map[string]any{"algorithm": "AES", "size": 128}), req: reqInvalid, want: 400})
-		c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: oversized(), req: reqInvalid, want: 413})
-		c.do(t, call{method: "POST", path: p, token: f.acme.user, body: keyReq(map[string]any{"name": "mine", "algorithm": "AES", "size": 128}), want: 403})
-		platformUnauthenticated(t, c, f, "POST", p, keyReq(map[string]any{"name": "x", "algorithm": "AES", "size": 128}))
-	})
-
-	t.Run("list keys", func(t *testing.T) {
-		_, body := c.do(t, call{method: "GET", path: p, token: f.acme.admin, want: 200})
-		got := decode[map[string]any](t, body)
-		if got["total"] != float64(2) || got["limit"] != float64(10) || got["skip"] != float64(0) {
-			t.Errorf("list %s", body)
-		}
-		c.do(t, call{method: "GET", path: p + "?skip=1&limit=1", token: f.acme.admin, want: 200})
-		_, body = c.do(t, call{method: "GET", path: p + "?name=nosuchkey", token: f.acme.admin, want: 200})
-		if !strings.Contains(string(body), `"resources":[]`) {
-			t.Errorf("empty page: %s", body)
-		}
-		c.do(t, call{method: "GET", path: p + "?limit=0", token: f.acme.admin, req: reqInvalid, want: 400})
-		c.do(t, call{method: "GET", path: p + "?limit=1001", token: f.acme.admin, req: reqInvalid, want: 400})
-		c.do(t, call{method: "GET", path: p + "?skip=-1", token: f.acme.admin, req: reqInvalid, want: 400})
-		c.do(t, call{method: "GET", path: p + "?limit=ten", token: f.acme.admin, req: reqInvalid, want: 400})
-		c.do(t, call{method: "GET", path: p, token: f.acme.user, want: 403})
-		platformUnauthenticated(t, c, f, "GET", p, nil)
-	})
-
-	t.Run("get key", func(t *testing.T) {
-		c.do(t, call{method: "GET", path: p + "/" + aes, token: f.acme.admin, want: 200})
-		c.do(t, call{method: "GET", path: p + "/" + rootKey, token: f.acme.admin, want: 404}) // the root tenant's key
-		c.do(t, call{method: "GET", path: p + "/00000000-0000-4000-8000-000000000000", token: f.acme.admin, want: 404})
-		c.do(t, call{method: "GET", path: p + "/not-a-guid", token: f.acme.admin, req: reqInvalid, want: 404})
-		c.do(t, call{method: "GET", path: p + "/" + aes, token: f.acme.user, want: 403})
-		platformUnauthenticated(t, c, f, "GET", p+"/"+aes, nil)
-	})
-
-	t.Run("delete key", func(t *testing.T) {
-		c.do(t, call{method: "DELETE", path: p + "/" + aes, token: f.acme.user, want: 403})
-		c.do(t, call{method: "DELETE", path: p + "/" + rootKey, token: f.acme.admin, want: 404})
-		c.do(t, call{method: "DELETE", path: p + "/" + aes, token: f.acme.admin, want: 204})
-		c.do(t, call{method: "DELETE", path: p + "/" + aes, token: f.acme.admin, want: 404})
-		c.do(t, call{method: "DELETE", path: p + "/not-a-guid", token: f.acme.admin, req: reqInvalid, want: 404})
-		platformUnauthenticated(t, c, f, "DELETE", p+"/"+rootKey, nil)
 	})
 }
 

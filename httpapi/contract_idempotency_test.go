@@ -28,7 +28,7 @@ func contractIdempotency(t *testing.T, c *contract, f fixture) {
 		}
 		var cl call
 		switch {
-		case auth == "platform-jwt":
+		case auth == "platform-jwt", strings.HasPrefix(auth, "vault:"):
 			cl.token = f.acme.admin
 		case strings.HasPrefix(auth, "oauth:"):
 			cl.token = eventsClient(t, c, f.acme.admin, f.acme.id, strings.TrimPrefix(auth, "oauth:"))

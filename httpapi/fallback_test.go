@@ -35,7 +35,7 @@ func TestUnknownPathsAndMethodsAnswerJSON(t *testing.T) {
 		{"PUT", "/healthz", 405, "GET, HEAD", map[string]any{"code": float64(405), "codeDesc": "METHOD_NOT_ALLOWED", "message": "PUT is not allowed here; use GET, HEAD"}},
 		{"GET", "/api/v1/auth/tokens/", 405, "POST", map[string]any{"code": float64(405), "codeDesc": "METHOD_NOT_ALLOWED", "message": "GET is not allowed here; use POST"}},
 		{"GET", "/api/v1/client-management/clients/", 405, "POST", map[string]any{"code": float64(405), "codeDesc": "METHOD_NOT_ALLOWED", "message": "GET is not allowed here; use POST"}},
-		{"PATCH", "/api/v1/vault/keys2/00000000-0000-4000-8000-000000000000", 405, "GET, HEAD, DELETE", map[string]any{"code": float64(405), "codeDesc": "METHOD_NOT_ALLOWED", "message": "PATCH is not allowed here; use GET, HEAD, DELETE"}},
+		{"PUT", "/api/v1/vault/keys2/00000000-0000-4000-8000-000000000000", 405, "GET, HEAD, PATCH, DELETE", map[string]any{"code": float64(405), "codeDesc": "METHOD_NOT_ALLOWED", "message": "PUT is not allowed here; use GET, HEAD, PATCH, DELETE"}},
 		{"DELETE", "/audit/v1/service_instances", 405, "GET, HEAD", map[string]any{"title": "Method Not Allowed", "status": float64(405), "detail": "DELETE is not allowed here; use GET, HEAD"}},
 		{"GET", "/oauth/v1/token", 405, "POST", map[string]any{"error": "invalid_request", "error_description": "GET is not allowed here; use POST"}},
 	}

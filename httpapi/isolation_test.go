@@ -79,6 +79,8 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		t.Fatalf("import authenticator: %d %s", r.Status, r.Body)
 	}
 	values["authenticatorId"] = dev.ID()
+	values["key"] = key.JSON()["id"].(string)
+	values["version"] = "0"
 	idFor := map[string]string{ // {id} by the area of the route
 		"/client-management/": client.ID,
 		"/vault/":             key.JSON()["id"].(string),
@@ -98,6 +100,8 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	oidcB := oidcUserToken(t, e, b)
 	credential := func(auth string) (string, bool) {
 		switch {
+		case strings.HasPrefix(auth, "vault:"):
+			return bearer(b.AdminToken), true
 		case auth == "guide-session":
 			return "Cookie: " + guideCookieB, true
 		case auth == "oidc-userinfo":
@@ -171,6 +175,35 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	}
 	if checked < 15 {
 		t.Fatalf("only %d authenticated routes checked; the route list looks wrong", checked)
+	}
+	// The vault routes again with B's OAuth access token holding every
+	// vault scope, naming A's key by id and by name.
+	vaultChecked := 0
+	for _, r := range e.Handler.Routes() {
+		if !strings.HasPrefix(r.Auth, "vault:") || !strings.Contains(r.Pattern, "{key}") {
+			continue
+		}
+		for _, ref := range []string{values["key"], "vault-of-acme-q7?type=name"} {
+			path := strings.NewReplacer("{key}", strings.Split(ref, "?")[0], "{version}", "0").Replace(r.Pattern)
+			if strings.Contains(ref, "?") {
+				path += "?" + strings.Split(ref, "?")[1]
+			}
+			var body any
+			if r.Method != "GET" && r.Method != "DELETE" {
+				body = map[string]any{}
+			}
+			resp := e.Do(r.Method, path, body, bearer(oauthB))
+			vaultChecked++
+			if !slices.Contains([]int{401, 403, 404}, resp.Status) {
+				t.Errorf("%s %s with B's access token (%s): %d, want 401, 403 or 404: %s", r.Method, r.Pattern, ref, resp.Status, resp.Body)
+			}
+			if strings.Contains(string(resp.Body), values["key"]) || strings.Contains(string(resp.Body), a.ID) {
+				t.Errorf("%s %s: B's answer holds A's key or tenant: %s", r.Method, path, resp.Body)
+			}
+		}
+	}
+	if vaultChecked < 40 {
+		t.Errorf("only %d vault calls checked", vaultChecked)
 	}
 	// A's resources are intact after B's attempts.
 	if r := e.Do("GET", "/api/v1/client-management/clients/"+client.ID, nil, adminA); r.Status != 200 {

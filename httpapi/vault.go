@@ -351,11 +351,8 @@ func (s *Server) trimVaultKey(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	if req.MinAvailableVersion == nil {
-		return fault.E(fault.Invalid, fault.Field("minAvailableVersion"), "minAvailableVersion is required")
-	}
 	return keyRoute(w, r, http.StatusOK, func(ref vault.KeyRef) (any, error) {
-		return s.p.Vault.Trim(r.Context(), principal(r), ref, *req.MinAvailableVersion)
+		return s.p.Vault.Trim(r.Context(), principal(r), ref, req.MinAvailableVersion)
 	})
 }
 

@@ -47,7 +47,9 @@ func vaultRoutes(t *testing.T, v *vaultEnv) []vaultRoute {
 	)
 	return []vaultRoute{
 		{"list", "GET", keysPath, nil, read, "", 200},
-		{"create", "POST", keysPath, func() any { return map[string]any{"name": "new-" + identity.NewGUID(), "algorithm": "AES", "size": 128} }, admin, "create", 201},
+		{"create", "POST", keysPath, func() any {
+			return map[string]any{"name": "new-" + identity.NewGUID(), "algorithm": "AES", "size": 128}
+		}, admin, "create", 201},
 		{"read", "GET", k(aes, ""), nil, read, "", 200},
 		{"versions", "GET", k(aes, "/versions"), nil, read, "", 200},
 		{"version", "GET", k(aes, "/versions/0"), nil, read, "", 200},

@@ -92,29 +92,41 @@ func TestVaultStateTable(t *testing.T) {
 		run  func(k keys) (string, string, any) // method, path, body
 	}
 	checks := []check{
-		{"encrypt", func(k keys) (string, string, any) { return "POST", k.aes + "/encrypt", map[string]any{"plaintext": b64s("x")} }},
+		{"encrypt", func(k keys) (string, string, any) {
+			return "POST", k.aes + "/encrypt", map[string]any{"plaintext": b64s("x")}
+		}},
 		{"datakey", func(k keys) (string, string, any) { return "POST", k.aes + "/datakey/wrapped", map[string]any{} }},
 		{"sign", func(k keys) (string, string, any) { return "POST", k.ed + "/sign", map[string]any{"input": b64s("m")} }},
-		{"hmac", func(k keys) (string, string, any) { return "POST", k.hmac + "/hmac", map[string]any{"input": b64s("m")} }},
+		{"hmac", func(k keys) (string, string, any) {
+			return "POST", k.hmac + "/hmac", map[string]any{"input": b64s("m")}
+		}},
 		{"encapsulate", func(k keys) (string, string, any) { return "POST", k.kem + "/encapsulate", map[string]any{} }},
 		{"rotate", func(k keys) (string, string, any) { return "POST", k.ed + "/rotate", nil }},
-		{"decrypt", func(k keys) (string, string, any) { return "POST", k.aes + "/decrypt", map[string]any{"ciphertext": k.ct} }},
+		{"decrypt", func(k keys) (string, string, any) {
+			return "POST", k.aes + "/decrypt", map[string]any{"ciphertext": k.ct}
+		}},
 		{"verify", func(k keys) (string, string, any) {
 			return "POST", k.ed + "/verify", map[string]any{"input": b64s("m"), "signature": k.sig}
 		}},
 		{"verify hmac", func(k keys) (string, string, any) {
 			return "POST", k.hmac + "/verify", map[string]any{"input": b64s("m"), "hmac": k.mac}
 		}},
-		{"decapsulate", func(k keys) (string, string, any) { return "POST", k.kem + "/decapsulate", map[string]any{"ciphertext": k.enc} }},
+		{"decapsulate", func(k keys) (string, string, any) {
+			return "POST", k.kem + "/decapsulate", map[string]any{"ciphertext": k.enc}
+		}},
 		{"rewrap source", func(k keys) (string, string, any) {
 			return "POST", k.aes + "/rewrap", map[string]any{"ciphertext": k.ct, "destination_key": "sink"}
 		}},
-		{"rewrap into itself", func(k keys) (string, string, any) { return "POST", k.aes + "/rewrap", map[string]any{"ciphertext": k.ct} }},
+		{"rewrap into itself", func(k keys) (string, string, any) {
+			return "POST", k.aes + "/rewrap", map[string]any{"ciphertext": k.ct}
+		}},
 		{"read", func(k keys) (string, string, any) { return "GET", k.aes, nil }},
 		{"versions", func(k keys) (string, string, any) { return "GET", k.aes + "/versions", nil }},
 		{"public export", func(k keys) (string, string, any) { return "GET", k.ed + "/public", nil }},
 		{"PATCH", func(k keys) (string, string, any) { return "PATCH", k.aes, map[string]any{"undeletable": false} }},
-		{"wrapped export", func(k keys) (string, string, any) { return "POST", k.aes + "/export", map[string]any{"wrappingKey": wrap} }},
+		{"wrapped export", func(k keys) (string, string, any) {
+			return "POST", k.aes + "/export", map[string]any{"wrappingKey": wrap}
+		}},
 		{"destroy", func(k keys) (string, string, any) { return "POST", k.hmac + "/destroy", nil }},
 	}
 	states := []string{"Pre-Active", "Active", "Deactivated", "Compromised", "Destroyed", "Destroyed Compromised"}

@@ -58,7 +58,7 @@ func TestVaultVersionRules(t *testing.T) {
 	patch(map[string]any{"minEncryptionVersion": 4}, 400)
 	patch(map[string]any{"minDecryptionVersion": 2, "minEncryptionVersion": 1}, 400)
 	patch(map[string]any{"minDecryptionVersion": -1}, 400)
-	patch(map[string]any{"minDecryptionVersion": 2}, 200) // minEncryptionVersion 0: no minimum of its own
+	patch(map[string]any{"minDecryptionVersion": 2}, 200)                          // minEncryptionVersion 0: no minimum of its own
 	v.op(t, id, "encrypt", map[string]any{"plaintext": "", "key_version": 1}, 400) // below the effective minimum, max(0, 2)
 	v.op(t, id, "encrypt", map[string]any{"plaintext": "", "key_version": 2}, 200)
 	patch(map[string]any{"minEncryptionVersion": 3}, 200)

@@ -169,14 +169,18 @@ func (s *Service) importVersion(ctx context.Context, k Key, wrapped, wrappingKid
 // key's minDecryptionVersion (the lesser minimum), else fault.Conflict;
 // their rows, dates, kids and public keys stay. It is irreversible: a
 // lower minAvailable than the key's is fault.Conflict.
-func (s *Service) Trim(ctx context.Context, p identity.Principal, r KeyRef, minAvailable int) (Key, error) {
-	meta := withClient(map[string]any{"key": refMeta(r), "minAvailableVersion": minAvailable}, p)
+func (s *Service) Trim(ctx context.Context, p identity.Principal, r KeyRef, minAvailable *int) (Key, error) {
+	meta := withClient(map[string]any{"key": refMeta(r)}, p)
 	if err := s.check(ctx, p, ScopeKeysAdmin, AdminTrim, ActionTrim, meta); err != nil {
 		return Key{}, err
 	}
 	k, err := s.loadFresh(ctx, p.TenantID, r)
+	if err == nil && minAvailable == nil {
+		err = fault.E(fault.Invalid, fault.Field("minAvailableVersion"), "minAvailableVersion is required")
+	}
 	if err == nil {
-		meta["key"] = keyMeta(k)
+		meta["key"], meta["minAvailableVersion"] = keyMeta(k), *minAvailable
+		minAvailable := *minAvailable
 		k, _, err = s.update(ctx, p.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
 			switch {
 			case minAvailable < 0:

@@ -665,44 +665,40 @@ func checkMinimums(k Key, dec, enc int) error {
 
 // Activate moves a Pre-Active key to Active now.
 func (s *Service) Activate(ctx context.Context, p identity.Principal, r KeyRef) (Key, error) {
-	return s.transition(ctx, p, r, transition{route: "activate"}, AdminActivate, ActionActivate, nil)
+	return s.transition(ctx, p, r, transition{route: "activate"}, AdminActivate, ActionActivate, nil, nil)
 }
 
 // Revoke moves a key to Compromised (reason "compromised", at
 // compromiseDate, default now) or from Active to Deactivated (superseded,
 // cessation, unspecified).
 func (s *Service) Revoke(ctx context.Context, p identity.Principal, r KeyRef, reason string, compromiseDate *time.Time) (Key, error) {
-	meta := withClient(map[string]any{"key": refMeta(r)}, p)
-	if err := s.check(ctx, p, ScopeKeysAdmin, AdminRevoke, ActionRevoke, meta); err != nil {
-		return Key{}, err
+	var bad error
+	switch {
+	case !slices.Contains([]string{ReasonCompromised, ReasonSuperseded, ReasonCessation, ReasonUnspecified}, reason):
+		bad = fault.E(fault.Invalid, fault.Field("reason"), `reason is "compromised", "superseded", "cessation" or "unspecified"`)
+	case compromiseDate != nil && reason != ReasonCompromised:
+		bad = fault.E(fault.Invalid, fault.Field("compromiseDate"), `compromiseDate goes with reason "compromised"`)
 	}
-	if !slices.Contains([]string{ReasonCompromised, ReasonSuperseded, ReasonCessation, ReasonUnspecified}, reason) {
-		return Key{}, s.record(ctx, p.TenantID, ActionRevoke, fault.E(fault.Invalid, fault.Field("reason"),
-			`reason is "compromised", "superseded", "cessation" or "unspecified"`), meta)
-	}
-	if compromiseDate != nil && reason != ReasonCompromised {
-		return Key{}, s.record(ctx, p.TenantID, ActionRevoke, fault.E(fault.Invalid, fault.Field("compromiseDate"),
-			`compromiseDate goes with reason "compromised"`), meta)
-	}
-	return s.transition(ctx, p, r, transition{route: "revoke", reason: reason}, "", ActionRevoke, compromiseDate)
+	return s.transition(ctx, p, r, transition{route: "revoke", reason: reason}, AdminRevoke, ActionRevoke, compromiseDate, bad)
 }
 
 // Destroy erases the material of every version of a Pre-Active,
 // Deactivated or Compromised key; its record, dates and public keys stay.
 func (s *Service) Destroy(ctx context.Context, p identity.Principal, r KeyRef) (Key, error) {
-	return s.transition(ctx, p, r, transition{route: "destroy"}, AdminDestroy, ActionDestroy, nil)
+	return s.transition(ctx, p, r, transition{route: "destroy"}, AdminDestroy, ActionDestroy, nil, nil)
 }
 
-// transition applies a lifecycle route (the design's transition table).
-// admin is "" when the caller was checked already.
-func (s *Service) transition(ctx context.Context, p identity.Principal, r KeyRef, t transition, admin, action string, date *time.Time) (Key, error) {
+// transition applies a lifecycle route (the design's transition table);
+// bad, when not nil, refuses the request's body once the key is found.
+func (s *Service) transition(ctx context.Context, p identity.Principal, r KeyRef, t transition, admin, action string, date *time.Time, bad error) (Key, error) {
 	meta := withClient(map[string]any{"key": refMeta(r)}, p)
-	if admin != "" {
-		if err := s.check(ctx, p, ScopeKeysAdmin, admin, action, meta); err != nil {
-			return Key{}, err
-		}
+	if err := s.check(ctx, p, ScopeKeysAdmin, admin, action, meta); err != nil {
+		return Key{}, err
 	}
 	k, err := s.loadFresh(ctx, p.TenantID, r)
+	if err == nil && bad != nil {
+		meta["key"], err = keyMeta(k), bad
+	}
 	var from string
 	if err == nil {
 		meta["key"] = keyMeta(k)

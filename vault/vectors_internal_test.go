@@ -114,16 +114,16 @@ func TestACVPVectors(t *testing.T) {
 func TestWycheproofVectors(t *testing.T) {
 	var v struct {
 		MLKEM []struct {
-			TcID                                   int
+			TcID                                  int
 			ParameterSet, Comment, Seed, Ek, C, K string
-			Result                                 string
+			Result                                string
 		}
 		MLDSAVerify []struct {
 			ParameterSet, PublicKey, PublicKeyDer string
 			Tests                                 []struct {
-				TcID                              int
-				Comment, Msg, Sig, Result         string
-				Ctx                               *string
+				TcID                      int
+				Comment, Msg, Sig, Result string
+				Ctx                       *string
 			}
 		}
 	}
@@ -190,4 +190,3 @@ func TestWycheproofVectors(t *testing.T) {
 func pqPublicSize(spec KeySpec) int {
 	return map[int]int{44: 1312, 65: 1952, 87: 2592}[spec.Size]
 }
-

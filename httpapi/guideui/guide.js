@@ -188,9 +188,14 @@
       tryItOutEnabled: false,
       requestInterceptor: (req) => {
         // The session user's JWT goes on calls that carry no credential of
-        // their own (the Authorize dialog's credentials win).
+        // their own (the Authorize dialog's credentials win). An operation
+        // that also takes an OAuth access token (the vault's) gets an
+        // Authorization header without a token from Swagger UI until the
+        // dialog's OAuth flow ran: that counts as none.
         const s = state.session;
-        if (s && !req.headers.Authorization && !req.headers.authorization && !req.url.endsWith("/openapi.json")) {
+        const given = req.headers.Authorization || req.headers.authorization || "";
+        if (s && !/^\s*\S+\s+\S+/.test(given.replace(/\b(undefined|null)\b/g, "")) && !req.url.endsWith("/openapi.json")) {
+          delete req.headers.authorization;
           req.headers.Authorization = "Bearer " + s.token;
         }
         return req;

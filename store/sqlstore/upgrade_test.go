@@ -127,7 +127,7 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 				State: vault.StateActive, Version: 1, LatestVersion: 1, CreatedAt: at(time.Second), UpdatedAt: at(2 * time.Second), ObjectType: vault.ObjectTypeSymmetricKey, Unexportable: true,
 				Origin: vault.OriginGenerated, ActivationDate: tp(at(time.Second))}}
 		vaultVersions = []vault.Version{{TenantID: tn1, KeyID: vaultKeys[1].ID, Version: 1, CreatedAt: at(time.Second), ActivationDate: at(time.Second), Material: []byte{0, 1, 2, 3}}}
-		jobActive = audit.ExportJob{ID: "77777777-7777-4777-8777-777777777771", TenantID: tn2, Request: audit.ExportRequest{From: at(-time.Hour), To: at(time.Hour), ActorID: "alice", Status: audit.StatusFailed},
+		jobActive     = audit.ExportJob{ID: "77777777-7777-4777-8777-777777777771", TenantID: tn2, Request: audit.ExportRequest{From: at(-time.Hour), To: at(time.Hour), ActorID: "alice", Status: audit.StatusFailed},
 			State: audit.JobActive, StartedAt: at(time.Second), TraceID: "0af7651916cd43dd8448eb211c80319c", Attempts: 1, LeaseOwner: "worker-1", LeaseUntil: at(6 * time.Minute)}
 		jobDone = audit.ExportJob{ID: "77777777-7777-4777-8777-777777777772", TenantID: tn1, Request: audit.ExportRequest{From: at(-12 * time.Hour), To: at(12 * time.Hour), Source: audit.SourcePlatform},
 			State: audit.JobSucceeded, StartedAt: e0, EndedAt: tp(at(2 * time.Minute)), TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", Archive: "exports/772.zip", ArchiveSize: 12345,

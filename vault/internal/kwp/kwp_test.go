@@ -58,7 +58,7 @@ func TestWycheproof(t *testing.T) {
 		TestGroups    []struct {
 			KeySize int
 			Tests   []struct {
-				TcID                     int
+				TcID                          int
 				Comment, Key, Msg, Ct, Result string
 			}
 		}

@@ -3,7 +3,7 @@ package filter_test
 import (
 	"fmt"
 
-	"github.com/latchkey/latchkey/events/filter"
+	"github.com/latchkey/latchkey/filter"
 )
 
 func ExampleSQL() {

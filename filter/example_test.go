@@ -24,3 +24,23 @@ func ExampleSQL() {
 	// [10001 gold% 2]
 	// filter: position 18: expected operator, found "foo"
 }
+
+func ExampleSchema_Resolve() {
+	users := filter.NewSchema("urn:ietf:params:scim:schemas:core:2.0:User",
+		filter.Attribute{Name: "userName", Store: filter.Path{"userName"}},
+		filter.Attribute{Name: "emails", Store: filter.Path{"emails"}, MultiValued: true},
+		filter.Attribute{Name: "emails.type", Store: filter.Path{"type"}},
+		filter.Attribute{Name: "emails.value", Store: filter.Path{"value"}},
+	)
+	e, _ := filter.ParseSCIM(`UserName eq "BJensen" or emails[type eq "work" and value ew "@example.com"]`)
+	r, _ := users.Resolve(e)
+	where, args, _ := filter.SQLColumns(r, filter.Dialect{Engine: filter.SQLite, Body: "profile"},
+		map[string]filter.Column{"userName": {Name: "name_key", Folded: true}})
+	fmt.Println(where)
+	fmt.Println(args)
+	fmt.Println(filter.Match(r, map[string]any{"userName": "bjensen"}))
+	// Output:
+	// (COALESCE((name_key IS NOT NULL AND name_key = $1), FALSE) OR EXISTS (SELECT 1 FROM json_each(profile, '$.emails') AS je1 WHERE json_type(profile, '$.emails') = 'array' AND je1.type = 'object' AND ((COALESCE((json_type(je1.value, '$.type') = 'text' AND lower(json_extract(je1.value, '$.type')) = $2), FALSE) AND COALESCE((json_type(je1.value, '$.value') = 'text' AND substr(lower(json_extract(je1.value, '$.value')), $3) = $4), FALSE)))))
+	// [bjensen work -12 @example.com]
+	// true
+}

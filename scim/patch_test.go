@@ -99,7 +99,9 @@ func TestPatchUser(t *testing.T) {
 		{"password is written, never kept in the document", `[{"op":"replace","path":"password","value":"n3w-Secret!"}]`,
 			func(u *scim.User) { u.Password = "n3w-Secret!" }, []string{"password"}},
 		{"phone numbers replaced", `[{"op":"replace","path":"phoneNumbers","value":[{"value":"+47 1","type":"mobile"}]}]`,
-			func(u *scim.User) { u.Profile["phoneNumbers"] = []any{map[string]any{"value": "+47 1", "type": "mobile"}} }, []string{"phoneNumbers"}},
+			func(u *scim.User) {
+				u.Profile["phoneNumbers"] = []any{map[string]any{"value": "+47 1", "type": "mobile"}}
+			}, []string{"phoneNumbers"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

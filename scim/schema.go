@@ -221,7 +221,7 @@ var metaAttr = Attribute{Name: "meta", Type: TypeComplex, Mutability: ReadOnly, 
 	str("location", "", true, ReadOnly), str("version", "", true, ReadOnly),
 }}
 
-// Filterable meta attributes: stores keep them as columns.
+// Filterable meta attributes, in canonical documents.
 var metaAttrs = []string{"created", "lastModified"}
 
 // filterSchema derives a filter schema from the resource's schemas. With
@@ -258,8 +258,10 @@ func filterSchema(core, ext *Schema, store bool) *filter.Schema {
 			add(ext.ID+":", sp, a)
 		}
 	}
-	for _, m := range metaAttrs {
-		attrs = append(attrs, filter.Attribute{Name: "meta." + m, Store: filter.Path{"meta", m}, CaseExact: true})
+	if !store { // stores keep meta's times as columns of time, which filters do not compare
+		for _, m := range metaAttrs {
+			attrs = append(attrs, filter.Attribute{Name: "meta." + m, Store: filter.Path{"meta", m}, CaseExact: true})
+		}
 	}
 	return filter.NewSchema(core.ID, attrs...)
 }

@@ -68,3 +68,8 @@ func TypeOf(err error) string {
 	}
 	return ""
 }
+
+const kindInvalid = fault.Invalid
+
+// errText is the client-facing text of an error.
+func errText(err error) string { return fault.MessageOf(err) }

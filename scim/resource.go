@@ -66,11 +66,11 @@ func ETag(version int64) string { return `W/"` + strconv.FormatInt(version, 10) 
 // ParseETag reads an If-Match or If-None-Match value: a list of entity
 // tags (weak or strong) or "*". It returns the versions named and whether
 // "*" was given; ok false when the header names no tag it can read.
-func ParseETag(h string) (versions []int64, any bool, ok bool) {
+func ParseETag(h string) (versions []int64, star bool, ok bool) {
 	for _, part := range strings.Split(h, ",") {
 		part = strings.TrimSpace(part)
 		if part == "*" {
-			any = true
+			star = true
 			continue
 		}
 		part = strings.TrimPrefix(part, "W/")
@@ -81,7 +81,7 @@ func ParseETag(h string) (versions []int64, any bool, ok bool) {
 			versions = append(versions, n)
 		}
 	}
-	return versions, any, any || len(versions) > 0
+	return versions, star, star || len(versions) > 0
 }
 
 func scimTime(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

@@ -100,7 +100,10 @@ func (s *URLSigner) verify(kind urlKind, jobID, tenant, expires, sig string) err
 	if err != nil || expires == "" || expires[0] == '+' || expires[0] == '-' {
 		return fault.E(op, fault.Forbidden, "invalid download link")
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	// Strict: one text per signature. The last of the 43 characters of a
+	// 32-byte MAC carries 2 unused bits; a lenient decoder would take a
+	// link whose last character differs in them as the same signature.
+	got, err := base64.RawURLEncoding.Strict().DecodeString(sig)
 	if err != nil || !hmac.Equal(got, s.mac(kind, jobID, tenant, exp)) {
 		return fault.E(op, fault.Forbidden, "invalid download link")
 	}

@@ -70,6 +70,10 @@ func TestURLSigner(t *testing.T) {
 		{"signature flipped", 0, func(v url.Values) string { v.Set("sig", flip(v.Get("sig"))); return "" }, fault.Forbidden, false},
 		{"signature missing", 0, func(v url.Values) string { v.Del("sig"); return "" }, fault.Forbidden, false},
 		{"signature not base64", 0, func(v url.Values) string { v.Set("sig", "!!"); return "" }, fault.Forbidden, false},
+		// The same 32 bytes leniently, with the last character's unused
+		// low bits set (a link ending in A still opening with B).
+		{"signature's unused bits changed", 0, func(v url.Values) string { v.Set("sig", twinLast(v.Get("sig"))); return "" }, fault.Forbidden, false},
+		{"signature padded", 0, func(v url.Values) string { v.Set("sig", v.Get("sig")+"="); return "" }, fault.Forbidden, false},
 		{"expired and tampered", 48 * time.Hour, func(v url.Values) string { v.Set("tenant", "x"); return "" }, fault.Forbidden, false},
 	}
 	for _, tc := range tests {
@@ -94,6 +98,15 @@ func TestURLSigner(t *testing.T) {
 			t.Errorf("Verify with another key = %v, want forbidden", err)
 		}
 	})
+}
+
+// twinLast changes the last character of unpadded base64url text to the
+// one that differs from it only in the lowest of its 6 bits: for a 32-byte
+// value an unused bit, so the text decodes to the same bytes leniently.
+func twinLast(s string) string {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	i := strings.IndexByte(alphabet, s[len(s)-1])
+	return s[:len(s)-1] + string(alphabet[i^1])
 }
 
 // TestURLSignerIntegrityLinks checks that an archive link and an integrity

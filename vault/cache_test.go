@@ -31,7 +31,7 @@ func (r *records) Record(_ context.Context, e audit.Entry) error {
 
 // twoProcesses is two vault services on one store, as two processes are
 // on one database: each with its own cache.
-func twoProcesses(t *testing.T) (a, b *vault.Service, clk *clocktest.Fake) {
+func twoProcesses(t testing.TB) (a, b *vault.Service, clk *clocktest.Fake) {
 	t.Helper()
 	st := memstore.New()
 	s, err := seal.New(seal.NewKey())

@@ -41,7 +41,7 @@ trap 'rm -f "$out"' EXIT
 status=0
 go test -count=1 -v ./store/postgres/... ./store/sqlstore/... 2>&1 | tee "$out" || status=$?
 if [ "$status" -eq 0 ]; then
-	go test -count=1 -v -run '^(TestTwoProcessesOnePostgres|TestNotificationsExactlyOnceAcrossTwoProcesses|TestKilledProcessSubscriptionsMoveWithinSeconds)$' ./examples/server/ 2>&1 | tee -a "$out" || status=$?
+	go test -count=1 -v -run '^(TestTwoProcessesOnePostgres|TestNotificationsExactlyOnceAcrossTwoProcesses|TestKilledProcessSubscriptionsMoveWithinSeconds|TestVaultRotationsAcrossProcesses|TestVaultChangeHoldsOnEveryProcessWithin5s|TestVaultAutoRotationSurvivesKill)$' ./examples/server/ 2>&1 | tee -a "$out" || status=$?
 	if ! grep -q -- '--- PASS: TestTwoProcessesOnePostgres' "$out"; then
 		echo "postgres.sh: the two-process test did not run" >&2
 		exit 1
@@ -64,6 +64,16 @@ if [ "$status" -eq 0 ]; then
 		echo "postgres.sh: the takeover test did not run" >&2
 		exit 1
 	fi
+	# The vault across processes (issue 33): rotations by compare-and-set,
+	# a key change holding everywhere within 5 s, the automatic rotation
+	# taken over from a killed process; and the vault store's conformance
+	# and the migration of keys made before versions.
+	for t in TestVaultRotationsAcrossProcesses TestVaultChangeHoldsOnEveryProcessWithin5s TestVaultAutoRotationSurvivesKill TestConformance/VaultConcurrentRotationsEachAddOneVersion TestConformance/VaultKeyClaims; do
+		if ! grep -q -- "--- PASS: $t" "$out"; then
+			echo "postgres.sh: $t did not run" >&2
+			exit 1
+		fi
+	done
 fi
 
 if [ "$status" -ne 0 ]; then

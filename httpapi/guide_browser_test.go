@@ -50,7 +50,10 @@ func TestGuideInBrowser(t *testing.T) {
 		t.Skip("browser test in -short mode")
 	}
 	browser := chromiumPath(t)
-	const idle = 8 * time.Second // short, yet long enough that a loaded CI machine does not idle out between two clicks
+	// short, yet long enough that a loaded CI machine does not idle out
+	// between two clicks while Swagger UI renders the document (the
+	// vault's operations made it twice as large; 8 s was too short then)
+	const idle = 15 * time.Second
 	ctx := t.Context()
 	st := memstore.New()
 	p, err := latchkey.New(ctx, latchkey.Config{

@@ -49,6 +49,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.ArchiveDir, "archive-dir", "", "audit export archives (default <data>/archives); processes sharing a database must share it")
 	fs.DurationVar(&cfg.ExportLeaseFor, "export-lease", 0, "export job lease; a dead process's job is taken over when it lapses (default 3s, renewed every third of it)")
 	fs.DurationVar(&cfg.ExportPollEvery, "export-poll", 0, "how often an idle export worker looks for jobs (default 1s; PostgreSQL wakes it sooner)")
+	fs.DurationVar(&cfg.VaultLeaseFor, "vault-lease", 0, "vault rotation pass: how long a process holds the keys it claimed (default 2m); a dead process's keys are taken over when it lapses")
+	fs.DurationVar(&cfg.VaultPollEvery, "vault-poll", 0, "vault rotation pass and encryption counters: how often they run (default 1m)")
 	fs.StringVar(&cfg.InstanceName, "instance", "", "names this process in the leases it holds (lease_owner: the name, a dash and a random id)")
 	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let event-stream endpoints be on loopback or private addresses")
 	fs.DurationVar(&cfg.GuideIdle, "guide-idle", 0, "interactive guide: logout after this long without activity while open (default 10m)")

@@ -58,7 +58,10 @@ type Config struct {
 	// ExportLeaseFor and ExportPollEvery tune the export worker (see
 	// latchkey.Config); zero means the defaults.
 	ExportLeaseFor, ExportPollEvery time.Duration
-	AllowPrivateEndpoints           bool
+	// VaultLeaseFor and VaultPollEvery tune the vault's rotation pass (see
+	// latchkey.Config); zero means the defaults (2 minutes, 1 minute).
+	VaultLeaseFor, VaultPollEvery time.Duration
+	AllowPrivateEndpoints         bool
 	// PublicURL is the issuer and the origin of every absolute URL the
 	// server writes; "" means http://<Addr> (see DefaultPublicURL).
 	PublicURL string
@@ -160,6 +163,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public, TracerProvider: tp,
 		ArchiveDir: archives, InstanceName: cfg.InstanceName, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
+		VaultLeaseFor: cfg.VaultLeaseFor, VaultPollEvery: cfg.VaultPollEvery,
 		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed,
 		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints})
 	if err != nil {

@@ -74,7 +74,7 @@ type Users interface {
 // assertion answering a flow of the sign-in options, with the API
 // login's throttle, failures audited.
 type Passkeys interface {
-	CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, error)
+	CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, identity.Authn, error)
 }
 
 // Keys signs and reads ID tokens (identity.KeySet implements it).

@@ -123,8 +123,11 @@ func (s *Service) SignIn(ctx context.Context, in SignInRequest) (SignInResult, e
 		if s.cfg.Passkeys == nil {
 			return SignInResult{}, fault.E(fault.Unavailable, "passkey sign-in is not configured")
 		}
-		var t identity.Tenant
-		t, u, err = s.cfg.Passkeys.CheckPasskey(ctx, in.FlowID, in.Credential, in.RemoteAddr)
+		var (
+			t identity.Tenant
+			a identity.Authn
+		)
+		t, u, a, err = s.cfg.Passkeys.CheckPasskey(ctx, in.FlowID, in.Credential, in.RemoteAddr)
 		if err != nil {
 			if fault.Is(fault.Invalid, err) {
 				err = fault.E(fault.Unauthenticated, MsgBadPasskey, err)
@@ -137,12 +140,10 @@ func (s *Service) SignIn(ctx context.Context, in SignInRequest) (SignInResult, e
 			meta["user"] = map[string]any{"id": u.ID.String()}
 			return SignInResult{}, s.record(ctx, tenant.ID, ActionSignIn, fault.E(fault.Unauthenticated, MsgBadPasskey), meta)
 		}
-		// The passkey ceremony requires user verification (the flow's
-		// userVerification is "required"), so the user was verified.
-		amr = []string{"hwk", "user"}
+		amr = a.AMR
 	case in.Username != "" && in.Password != "":
 		meta["method"] = "password"
-		_, u, err = s.cfg.Identity.CheckPassword(ctx, identity.LoginRequest{Name: in.Username, Password: in.Password, AuthDomain: tenant.Code, RemoteAddr: in.RemoteAddr}, ActionSignIn)
+		_, u, err = s.cfg.Identity.CheckPassword(ctx, identity.LoginRequest{Name: in.Username, Password: in.Password, AuthDomain: tenant.Code, RemoteAddr: in.RemoteAddr, Origin: identity.OriginOIDC}, ActionSignIn)
 		if err != nil {
 			if fault.Is(fault.Unauthenticated, err) {
 				err = fault.E(fault.Unauthenticated, MsgBadLogin, err)

@@ -25,6 +25,7 @@ type AuthCode struct {
 	Nonce       string
 	SID         string   // the browser session's sid claim
 	AMR         []string // RFC 8176 methods of the sign-in
+	ACR         string   // the acr the sign-in reached ("" read as its AMR's)
 	AuthTime    time.Time
 	CreatedAt   time.Time
 	ExpiresAt   time.Time
@@ -44,6 +45,7 @@ type RefreshToken struct {
 	Scope     string
 	SID       string
 	AMR       []string
+	ACR       string
 	AuthTime  time.Time
 	AccessJTI string // the jti of the access token issued with this one
 	CreatedAt time.Time
@@ -62,6 +64,7 @@ type Session struct {
 	UserID    identity.ObjectID
 	UserName  string
 	AMR       []string
+	ACR       string
 	AuthTime  time.Time
 	CreatedAt time.Time
 	ExpiresAt time.Time

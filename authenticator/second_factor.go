@@ -170,7 +170,6 @@ func (s *Service) DeleteUserAuthenticators(ctx context.Context, tenantID string,
 	return n, nil
 }
 
-
 // RegisterFactor finishes the registration of a passkey for u answering
 // a creation flow of BeginPasskeyRegistration (an enrollment during a
 // sign-in, API-mfa.md: "registers and signs in at once"), and returns

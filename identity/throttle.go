@@ -146,7 +146,7 @@ func (m memoryThrottle) succeed(_ context.Context, key string) error {
 
 // storedThrottle counts in a ThrottleStore with the limits of a Throttle.
 type storedThrottle struct {
-	st          ThrottleStore
+	st     ThrottleStore
 	max    int
 	window time.Duration
 }

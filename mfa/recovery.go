@@ -118,7 +118,9 @@ func (s *Service) GenerateRecoveryCodes(ctx context.Context, p identity.Principa
 	}
 	ctx = audit.WithActor(ctx, u.ID.String(), "")
 	meta := userMeta(u)
-	fail := func(err error) (CodeSet, error) { return CodeSet{}, s.record(ctx, t.ID, ActionCodesGenerate, err, meta) }
+	fail := func(err error) (CodeSet, error) {
+		return CodeSet{}, s.record(ctx, t.ID, ActionCodesGenerate, err, meta)
+	}
 	if err := s.cfg.Identity.CheckStepUp(p); err != nil {
 		return fail(err)
 	}

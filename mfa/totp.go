@@ -102,8 +102,12 @@ type Enrollment struct {
 // <tenant name>:<user name> and issuer the tenant's name, both escaped).
 func OTPAuthURI(tenantName, userName, secret string) string {
 	return "otpauth://totp/" + url.PathEscape(tenantName) + ":" + url.PathEscape(userName) +
-		"?secret=" + secret + "&issuer=" + url.QueryEscape(tenantName) + "&algorithm=SHA1&digits=6&period=30"
+		"?secret=" + secret + "&issuer=" + queryEscape(tenantName) + "&algorithm=SHA1&digits=6&period=30"
 }
+
+// queryEscape escapes a query value as RFC 3986 does, a space as %20:
+// authenticator apps read a + literally.
+func queryEscape(s string) string { return strings.ReplaceAll(url.QueryEscape(s), "+", "%20") }
 
 // qrCode draws uri as a 256x256 PNG data URL with pquerna/otp's
 // Key.Image (boombuler/barcode).
@@ -189,7 +193,9 @@ func (s *Service) EnrollingPrincipal(ctx context.Context, token string) (identit
 func (s *Service) createTOTP(ctx context.Context, t identity.Tenant, u identity.User, v view, friendlyName string) (Enrollment, error) {
 	ctx = audit.WithActor(ctx, u.ID.String(), "")
 	meta := userMeta(u)
-	fail := func(err error) (Enrollment, error) { return Enrollment{}, s.record(ctx, t.ID, ActionTOTPCreate, err, meta) }
+	fail := func(err error) (Enrollment, error) {
+		return Enrollment{}, s.record(ctx, t.ID, ActionTOTPCreate, err, meta)
+	}
 	if v.policy.Mode == identity.MFAOff || v.policy.Level == identity.MFALevelPHR {
 		return fail(fault.E(fault.Forbidden, fault.Code(CodeFactorNotAllowed), MsgNotAllowed))
 	}

@@ -25,10 +25,12 @@ type AuthCode struct {
 	Nonce       string
 	SID         string   // the browser session's sid claim
 	AMR         []string // RFC 8176 methods of the sign-in
-	ACR         string   // the acr the sign-in reached ("" read as its AMR's)
-	AuthTime    time.Time
-	CreatedAt   time.Time
-	ExpiresAt   time.Time
+	// ACR is the ID token's acr: the first acr_values value the sign-in
+	// met, else the acr it reached ("" read as its AMR's).
+	ACR       string
+	AuthTime  time.Time
+	CreatedAt time.Time
+	ExpiresAt time.Time
 	// UsedAt is when the code was redeemed; nil until then.
 	UsedAt *time.Time
 }

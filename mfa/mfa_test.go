@@ -1,10 +1,7 @@
 package mfa_test
 
 import (
-	"crypto/hmac"
-	"crypto/sha1"
 	"encoding/base32"
-	"encoding/binary"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -19,24 +16,7 @@ import (
 	"github.com/latchkey/latchkey/mfa"
 )
 
-// totpCode is RFC 6238 written from the RFC (HMAC-SHA-1 of the 30-second
-// step, dynamic truncation, 6 digits), independent of pquerna/otp, which
-// the service uses: the two sides of every test here are two
-// implementations.
-func totpCode(secret []byte, t time.Time, digits int) string {
-	var msg [8]byte
-	binary.BigEndian.PutUint64(msg[:], uint64(t.Unix()/30))
-	m := hmac.New(sha1.New, secret)
-	m.Write(msg[:])
-	sum := m.Sum(nil)
-	off := sum[len(sum)-1] & 0xf
-	v := binary.BigEndian.Uint32(sum[off:]) & 0x7fffffff
-	mod := uint32(1)
-	for range digits {
-		mod *= 10
-	}
-	return fmt.Sprintf("%0*d", digits, v%mod)
-}
+func totpCode(secret []byte, t time.Time, digits int) string { return latchkeytest.TOTP(secret, t, digits) }
 
 // TestIndependentTOTPMatchesRFC6238 holds the test's generator to RFC
 // 6238 appendix B (the SHA-1 rows, 8 digits).

@@ -138,6 +138,9 @@ func (s *Service) CreateTOTP(ctx context.Context, p identity.Principal, friendly
 	if err != nil {
 		return Enrollment{}, err
 	}
+	if err := allowed(v.policy); err != nil {
+		return Enrollment{}, s.record(ctx, t.ID, ActionTOTPCreate, err, userMeta(u))
+	}
 	// Adding a factor: a step-up when the user has one, else a recent
 	// sign-in, so that a stolen refresh token cannot enrol.
 	check := s.cfg.Identity.CheckRecent
@@ -196,8 +199,8 @@ func (s *Service) createTOTP(ctx context.Context, t identity.Tenant, u identity.
 	fail := func(err error) (Enrollment, error) {
 		return Enrollment{}, s.record(ctx, t.ID, ActionTOTPCreate, err, meta)
 	}
-	if v.policy.Mode == identity.MFAOff || v.policy.Level == identity.MFALevelPHR {
-		return fail(fault.E(fault.Forbidden, fault.Code(CodeFactorNotAllowed), MsgNotAllowed))
+	if err := allowed(v.policy); err != nil {
+		return fail(err)
 	}
 	friendlyName = strings.TrimSpace(friendlyName)
 	if utf8.RuneCountInString(friendlyName) > MaxFriendlyName || !utf8.ValidString(friendlyName) {
@@ -229,6 +232,15 @@ func (s *Service) createTOTP(ctx context.Context, t identity.Tenant, u identity.
 		return Enrollment{}, err
 	}
 	return Enrollment{Device: d, Secret: enc, OTPAuthURI: uri, QRCode: qr, ExpiresAt: d.ExpiresAt}, nil
+}
+
+// allowed refuses TOTP enrolment under a policy that is off or accepts
+// FIDO authenticators only.
+func allowed(p identity.MFAPolicy) error {
+	if p.Mode == identity.MFAOff || p.Level == identity.MFALevelPHR {
+		return fault.E(fault.Forbidden, fault.Code(CodeFactorNotAllowed), MsgNotAllowed)
+	}
+	return nil
 }
 
 // Confirmation is the answer of a confirmed device: the device and,

@@ -118,8 +118,8 @@ type UserAccess struct {
 // AccessTokenTTL; it returns the token and its expiry. Nothing is audited:
 // the caller's grant is.
 func (s *Service) IssueUserAccess(ctx context.Context, a UserAccess) (string, time.Time, error) {
-	c := userClaims(a.Tenant, a.User, a.Authn)
-	c.Kind, c.ClientID, c.Scope, c.Roles = AccessToken, a.Client.ID, a.Scope, nil
+	c := userClaims(a.Tenant, a.User, nil, a.Authn)
+	c.Kind, c.ClientID, c.Scope = AccessToken, a.Client.ID, a.Scope
 	c.Audience = jwt.ClaimStrings{s.cfg.Keys.Issuer()}
 	c.ID = a.JTI
 	return s.cfg.Keys.Sign(ctx, c, s.cfg.AccessTokenTTL)

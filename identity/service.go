@@ -322,12 +322,17 @@ func (s *Service) UserToken(ctx context.Context, tenantID string, userID ObjectI
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	return s.cfg.Keys.Sign(ctx, userClaims(t, u, a), ttl)
+	roles, err := s.EffectiveRoles(ctx, t.ID, u.ID, u.Roles)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return s.cfg.Keys.Sign(ctx, userClaims(t, u, roles, a), ttl)
 }
 
-// userClaims are the claims of a platform JWT of user u signed in as a.
-func userClaims(t Tenant, u User, a Authn) Claims {
-	c := Claims{TenantID: t.ID, TenantCode: t.Code, Roles: u.Roles, RegisteredClaims: registered(u.ID.String()),
+// userClaims are the claims of a platform JWT of user u, holding roles
+// (its effective roles), signed in as a.
+func userClaims(t Tenant, u User, roles []string, a Authn) Claims {
+	c := Claims{TenantID: t.ID, TenantCode: t.Code, Roles: roles, RegisteredClaims: registered(u.ID.String()),
 		ACR: a.ACR, AMR: a.AMR}
 	if !a.AuthTime.IsZero() {
 		c.AuthTime = jwt.NewNumericDate(a.AuthTime)
@@ -337,7 +342,11 @@ func userClaims(t Tenant, u User, a Authn) Claims {
 
 func (s *Service) issueUserToken(ctx context.Context, t Tenant, u User, a Authn) (TokenResponse, error) {
 	ttl := s.cfg.PlatformTokenTTL
-	jwt, _, err := s.cfg.Keys.Sign(ctx, userClaims(t, u, a), ttl)
+	roles, err := s.EffectiveRoles(ctx, t.ID, u.ID, u.Roles)
+	if err != nil {
+		return TokenResponse{}, err
+	}
+	jwt, _, err := s.cfg.Keys.Sign(ctx, userClaims(t, u, roles, a), ttl)
 	if err != nil {
 		return TokenResponse{}, err
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/mfa"
+	"github.com/latchkey/latchkey/oidc"
 )
 
 // fidoFactors lets package mfa use area C's authenticators as second
@@ -42,4 +43,31 @@ func (f fidoFactors) RegisterFactor(ctx context.Context, t identity.Tenant, u id
 
 func (f fidoFactors) DeleteAll(ctx context.Context, tenantID string, user identity.ObjectID) (int, error) {
 	return f.a.DeleteUserAuthenticators(ctx, tenantID, user)
+}
+
+// hostedSecondFactor is package mfa as the OpenID Provider's hosted page
+// asks it (oidc.SecondFactor), so that oidc and mfa import neither each
+// other.
+type hostedSecondFactor struct{ m *mfa.Service }
+
+func (h hostedSecondFactor) Verify(ctx context.Context, in oidc.StepInput) (identity.Tenant, identity.User, identity.Authn, []string, error) {
+	r, err := h.m.Verify(ctx, mfa.Step{GrantType: in.GrantType, Token: in.Token, OTP: in.OTP, RecoveryCode: in.RecoveryCode,
+		FlowID: in.FlowID, Credential: in.Credential, Origin: identity.OriginOIDC, RemoteAddr: in.RemoteAddr})
+	if err != nil {
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, err
+	}
+	return r.Tenant, r.User, r.Authn, r.RecoveryCodes, nil
+}
+
+func (h hostedSecondFactor) StepUp(ctx context.Context, t identity.Tenant, u identity.User, origin string, amr []string, floor string) error {
+	return h.m.StepUp(ctx, t, u, origin, amr, floor)
+}
+
+func (h hostedSecondFactor) EnrollTOTP(ctx context.Context, token string) (string, string, string, error) {
+	e, err := h.m.CreateTOTPEnrolling(ctx, token, "")
+	return e.Secret, e.OTPAuthURI, e.QRCode, err
+}
+
+func (h hostedSecondFactor) PasskeyOptions(ctx context.Context, token string) (any, error) {
+	return h.m.BeginPasskey(ctx, token)
 }

@@ -238,7 +238,8 @@ func originOf(o string) string {
 // platform JWT (the interactive guide's sessions, the OpenID Provider's
 // browser sessions). Failures are audited under action; a user who must
 // give a second factor gets the SecondFactor's refusal (its mfa_token
-// bound to req.Origin). On success the throttle is cleared; recording
+// bound to req.Origin), with the tenant and user the password proved. On
+// success the throttle is cleared; recording
 // the success is the caller's, once it has issued what the login is for.
 func (s *Service) CheckPassword(ctx context.Context, req LoginRequest, action string) (Tenant, User, error) {
 	t, u, _, err := s.checkPassword(ctx, req, action)
@@ -247,7 +248,7 @@ func (s *Service) CheckPassword(ctx context.Context, req LoginRequest, action st
 	}
 	if s.second != nil {
 		if err := s.second.AfterPassword(ctx, t, u, originOf(req.Origin)); err != nil {
-			return Tenant{}, User{}, err
+			return t, u, err // the password was right: who it proved, and what else is needed
 		}
 	}
 	s.LoginVerified(t, u.Name)

@@ -489,3 +489,52 @@ func (s *Service) self(ctx context.Context, p identity.Principal) (identity.Tena
 	}
 	return identity.Tenant{}, identity.User{}, err
 }
+
+// CodeUnmet is the refusal of a step-up that no factor of the user can
+// satisfy (OpenID Connect's unmet_authentication_requirements).
+const CodeUnmet = "UNMET_AUTHENTICATION_REQUIREMENTS"
+
+// StepUp asks user u, whose sign-in so far proved amr, for a second
+// factor that reaches floor (an acr), as an authorization request's
+// acr_values do on the hosted page: a refusal carrying an mfa_token of
+// origin and the user's factors that reach floor (MFA_REQUIRED), or,
+// for a user who must enrol and may, an enrollment token; CodeUnmet
+// (fault.Forbidden) when nothing the user has or may enrol reaches it.
+// nil when amr already reaches floor.
+func (s *Service) StepUp(ctx context.Context, t identity.Tenant, u identity.User, origin string, amr []string, floor string) error {
+	if identity.ACRLevel(identity.ACRFor(amr)) >= identity.ACRLevel(floor) {
+		return nil
+	}
+	v, err := s.view(ctx, t, u)
+	if err != nil {
+		return err
+	}
+	var factors []string
+	for _, f := range v.factors {
+		if f == FactorPasskey || floor != identity.ACRPhishingResistant {
+			factors = append(factors, f)
+		}
+	}
+	ctx = audit.WithActor(ctx, u.ID.String(), "")
+	meta := userMeta(u)
+	meta["origin"], meta["floor"] = origin, floor
+	var out error
+	switch {
+	case len(factors) > 0:
+		tok, ttl, err := s.newChallenge(ctx, t, u, PurposeSignIn, origin, amr)
+		if err != nil {
+			return err
+		}
+		meta["factors"] = factors
+		out = refusal(CodeRequired, MsgRequired, &Refusal{Token: tok, ExpiresIn: int64(ttl / time.Second), Factors: factors})
+	case v.must && !v.hasFactor() && s.now().Before(v.deadline) && len(s.enrollFactors(v.policy)) > 0 && floor != identity.ACRPhishingResistant:
+		return s.challenge(ctx, t, u, origin, amr, "")
+	default:
+		out = fault.E(fault.Forbidden, fault.Code(CodeUnmet), "No second factor of the user meets the authentication requirements.")
+	}
+	meta["code"] = fault.CodeOf(out)
+	if err := s.record(ctx, t.ID, ActionChallenge, nil, meta); err != nil {
+		return err
+	}
+	return out
+}

@@ -98,7 +98,10 @@ type Config struct {
 	Identity Identity
 	Users    Users
 	Passkeys Passkeys
-	Keys     Keys
+	// SecondFactor, when set, gives the page its second step and the
+	// provider acr_values (mfa.go); without it sign-ins have one factor.
+	SecondFactor SecondFactor
+	Keys         Keys
 	Sealer   Sealer
 	// CSRFKey keys the sign-in form's CSRF tokens (32 random bytes, the
 	// same on every process: seal.Sealer.SubKey).

@@ -16,7 +16,9 @@ import (
 	"github.com/latchkey/latchkey/mfa"
 )
 
-func totpCode(secret []byte, t time.Time, digits int) string { return latchkeytest.TOTP(secret, t, digits) }
+func totpCode(secret []byte, t time.Time, digits int) string {
+	return latchkeytest.TOTP(secret, t, digits)
+}
 
 // TestIndependentTOTPMatchesRFC6238 holds the test's generator to RFC
 // 6238 appendix B (the SHA-1 rows, 8 digits).

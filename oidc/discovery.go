@@ -29,7 +29,7 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"id_token_signing_alg_values_supported": []string{identity.AlgRS256, identity.AlgES256},
 		"subject_types_supported":               []string{"public"},
 		"scopes_supported":                      append(append([]string{}, identity.OIDCScopes...), identity.AllScopes...),
-		"acr_values_supported": identity.ACRValues,
+		"acr_values_supported":                  identity.ACRValues,
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "amr", "sid", "at_hash", "azp",
 			"preferred_username", "name", "given_name", "family_name", "email", "email_verified"},
 		"prompt_values_supported":                        []string{"none", "login"},

@@ -102,7 +102,7 @@ type Config struct {
 	// provider acr_values (mfa.go); without it sign-ins have one factor.
 	SecondFactor SecondFactor
 	Keys         Keys
-	Sealer   Sealer
+	Sealer       Sealer
 	// CSRFKey keys the sign-in form's CSRF tokens (32 random bytes, the
 	// same on every process: seal.Sealer.SubKey).
 	CSRFKey []byte

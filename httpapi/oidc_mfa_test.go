@@ -231,7 +231,6 @@ func TestHostedRecoveryCodeAndACRValues(t *testing.T) {
 	}
 }
 
-
 func toStrings(v any) []string {
 	var out []string
 	for _, x := range v.([]any) {

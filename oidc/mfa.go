@@ -44,7 +44,7 @@ type SecondFactor interface {
 // StepInput is a posted second step.
 type StepInput struct {
 	Token, GrantType, OTP, RecoveryCode, FlowID, RemoteAddr string
-	Credential                                               []byte
+	Credential                                              []byte
 }
 
 // SecondStep is what the page shows for a second step.
@@ -352,4 +352,3 @@ func idACR(requested []string, reached string) string {
 	}
 	return reached
 }
-

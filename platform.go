@@ -373,7 +373,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	p.Identity.SetSecondFactor(p.MFA)
 	p.Guide = guide.NewService(guide.Config{
 		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer, Passkeys: p.Authenticators,
+		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer, Passkeys: p.Authenticators, SecondFactor: guideSecondFactor{p.MFA},
 		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
 	})
 	p.OIDC = oidc.NewService(oidc.Config{

@@ -36,6 +36,8 @@ type Users interface {
 	// CheckPassword authenticates name and password in a tenant, with the
 	// API login's throttle, auditing failures under action.
 	CheckPassword(ctx context.Context, req identity.LoginRequest, action string) (identity.Tenant, identity.User, error)
+	// LoginVerified clears the login throttle of a completed login.
+	LoginVerified(t identity.Tenant, name string)
 	// UserToken signs a platform JWT for a user.
 	UserToken(ctx context.Context, tenantID string, userID identity.ObjectID, a identity.Authn, ttl time.Duration) (string, time.Time, error)
 }
@@ -47,6 +49,20 @@ type Passkeys interface {
 	CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, identity.Authn, error)
 }
 
+// SecondFactor verifies the second step of a multi-factor login begun
+// in the guide (package mfa, through package latchkey): the mfa_token of
+// the password step's 403 and one factor (grant types mfa_otp,
+// mfa_recovery_code, mfa_passkey), origin guide.
+type SecondFactor interface {
+	VerifyGuide(ctx context.Context, step SecondStep) (identity.Tenant, identity.User, identity.Authn, error)
+}
+
+// SecondStep is the body of a second step posted to POST /guide/session.
+type SecondStep struct {
+	GrantType, Token, OTP, RecoveryCode, FlowID, RemoteAddr string
+	Credential                                              []byte
+}
+
 // Config configures a Service. Store, Users and Audit are required.
 type Config struct {
 	Store Store
@@ -54,6 +70,9 @@ type Config struct {
 	Audit audit.Sink
 	// Passkeys, when set, lets users log in to the guide with a passkey.
 	Passkeys Passkeys
+	// SecondFactor, when set, completes the logins of users who must give
+	// a second factor; without it their password login is refused.
+	SecondFactor SecondFactor
 
 	// Single sign-on needs these three; without them it is off.
 	Tenants   Tenants
@@ -192,6 +211,22 @@ func (s *Service) LoginPasskey(ctx context.Context, flowID string, credential []
 		return "", Session{}, err
 	}
 	return s.start(ctx, t, u, MethodPasskey, a, oldID, map[string]any{"remoteAddr": remoteAddr})
+}
+
+// LoginSecondStep completes a login whose password step answered 403
+// MFA_REQUIRED (or MFA_ENROLLMENT_REQUIRED) with the factor of step,
+// and starts a session as Login does; the session's tokens say how the
+// user signed in (acr mfa, amr pwd otp mfa, ...).
+func (s *Service) LoginSecondStep(ctx context.Context, step SecondStep, oldID string) (string, Session, error) {
+	if s.cfg.SecondFactor == nil {
+		return "", Session{}, fault.E(fault.Unavailable, "two-step verification is not configured")
+	}
+	t, u, a, err := s.cfg.SecondFactor.VerifyGuide(ctx, step)
+	if err != nil {
+		return "", Session{}, err
+	}
+	s.cfg.Users.LoginVerified(t, u.Name)
+	return s.start(ctx, t, u, MethodPassword, a, oldID, map[string]any{"remoteAddr": step.RemoteAddr, "factor": step.GrantType})
 }
 
 // start creates the session of a successful login and audits the login.

@@ -305,3 +305,24 @@ func TestNoEnumeration(t *testing.T) {
 		t.Errorf("bodies differ: %q", bodies)
 	}
 }
+
+// TestGuideSecondStep: the guide's login answers the password step as
+// the API does (403 MFA_REQUIRED, an mfa_token of origin guide) and takes
+// the second step at the same route; its session's tokens say acr mfa. A
+// token of the API's login is refused there.
+func TestGuideSecondStep(t *testing.T) {
+	e := newEnv(t)
+	secret, _ := e.enrol(e.Login("alice", "alice-password-1", e.tenant.Code))
+	pw := map[string]string{"name": "alice", "password": "alice-password-1", "tenant": e.tenant.Code}
+	m := wantCode(t, "guide password step", e.Do("POST", "/guide/session", pw), 403, mfa.CodeRequired)
+	tok := m["mfa_token"].(string)
+	api := wantCode(t, "API password step", e.login("alice", "alice-password-1"), 403, mfa.CodeRequired)["mfa_token"].(string)
+	e.Clock.Advance(30 * time.Second)
+	code := totpCode(secret, e.Clock.Now(), 6)
+	wantCode(t, "an API token in the guide", e.Do("POST", "/guide/session", map[string]any{"grant_type": "mfa_otp", "mfa_token": api, "otp": code}), 401, mfa.CodeInvalidToken)
+	r := e.Do("POST", "/guide/session", map[string]any{"grant_type": "mfa_otp", "mfa_token": tok, "otp": code})
+	s := wantCode(t, "guide second step", r, 200, "")
+	if c := latchkeytest.UnverifiedClaims(t, s["token"].(string)); c["acr"] != identity.ACRMFA || fmt.Sprint(c["amr"]) != "[pwd otp mfa]" {
+		t.Errorf("guide token claims %v", c)
+	}
+}

@@ -303,7 +303,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		}
 		icfg := identity.Config{
 			Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-			Hasher:           hasher,
+			Hasher: hasher, Sealer: sealer,
 			PlatformTokenTTL: cfg.PlatformTokenTTL,
 			// The login throttle is counted in the store, so that it
 			// holds across every process sharing it (API-mfa.md, R14).

@@ -39,7 +39,7 @@ fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 status=0
-go test -count=1 -v ./store/postgres/... ./store/sqlstore/... 2>&1 | tee "$out" || status=$?
+go test -count=1 -timeout 30m -v ./store/postgres/... ./store/sqlstore/... 2>&1 | tee "$out" || status=$?
 if [ "$status" -eq 0 ]; then
 	go test -count=1 -v -run '^(TestTwoProcessesOnePostgres|TestNotificationsExactlyOnceAcrossTwoProcesses|TestKilledProcessSubscriptionsMoveWithinSeconds|TestVaultRotationsAcrossProcesses|TestVaultChangeHoldsOnEveryProcessWithin5s|TestVaultAutoRotationSurvivesKill|TestMFAOnceAcrossThreeProcesses)$' ./examples/server/ 2>&1 | tee -a "$out" || status=$?
 	if ! grep -q -- '--- PASS: TestTwoProcessesOnePostgres' "$out"; then

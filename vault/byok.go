@@ -226,9 +226,6 @@ func (s *Service) newImportedKey(ctx context.Context, tenantID, id string, req C
 		return Key{}, Version{}, err
 	}
 	m, err := s.unwrapImport(ctx, tenantID, spec, req.WrappedMaterial, req.WrappingKid)
-	if err != nil && spec.Algorithm == AlgorithmHMAC && fault.Is(fault.Invalid, err) {
-		return Key{}, Version{}, err
-	}
 	if err != nil {
 		return Key{}, Version{}, err
 	}

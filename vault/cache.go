@@ -29,10 +29,9 @@ type cache struct {
 }
 
 type keyEntry struct {
-	k      Key
-	read   time.Time
-	epoch  uint64
-	loaded bool
+	k     Key
+	read  time.Time
+	epoch uint64
 }
 
 type nameEntry struct {
@@ -98,7 +97,7 @@ func (c *cache) key(ctx context.Context, s *Service, tenantID string, r KeyRef) 
 		if old, ok := c.keys[tk]; ok && old.k.Revision != k.Revision {
 			c.dropVersionsLocked(k, k.MinAvailableVersion)
 		}
-		c.keys[tk] = keyEntry{k: k, read: now, epoch: epoch, loaded: true}
+		c.keys[tk] = keyEntry{k: k, read: now, epoch: epoch}
 		c.names[tenantKey(tenantID, k.Name)] = nameEntry{id: k.ID, read: now, epoch: epoch}
 	}
 	c.mu.Unlock()

@@ -301,7 +301,6 @@ func (ru *run) answer(ctx context.Context, body *Body) (Outcome, error) {
 		}
 		if out.Results[i].Err != nil {
 			out.Failed++
-			out.Results[i] = Result{Err: out.Results[i].Err, Reference: in.Reference}
 		}
 	}
 	return out, nil

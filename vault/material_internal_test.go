@@ -304,3 +304,28 @@ func unhex(t *testing.T, s string) []byte {
 	}
 	return b
 }
+
+// TestMLKEMImplicitRejection: decapsulating another key's well-formed
+// ML-KEM ciphertext yields a secret, pseudo-random and not the sender's
+// (FIPS 203's implicit rejection): only the envelope's key id tells the
+// keys apart, which is why decapsulate checks it first.
+func TestMLKEMImplicitRejection(t *testing.T) {
+	spec := KeySpec{Algorithm: AlgorithmMLKEM, Size: 768}
+	ma, _ := generate(spec)
+	mb, _ := generate(spec)
+	a, _ := openRaw(spec, ma.raw)
+	b, _ := openRaw(spec, mb.raw)
+	ct, ss, err := encapsulateWith(a, tenantA, keyA, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := parseEnvelope(ct, "ciphertext")
+	other, err := decapsulateWith(b, tenantA, keyA, e)
+	if err != nil || len(other) != 32 || bytes.Equal(other, ss) {
+		t.Fatalf("another key's decapsulation = %x, %v (sender's %x)", other, err, ss)
+	}
+	again, _ := decapsulateWith(b, tenantA, keyA, e)
+	if !bytes.Equal(again, other) {
+		t.Error("implicit rejection is not deterministic")
+	}
+}

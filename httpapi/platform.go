@@ -26,6 +26,7 @@ func (s *Server) registerPlatform() {
 	s.handle("POST", base+"/admin/tenants/{tenantId}/api-keys", admin.creating(), s.createAPIKey)
 	s.registerAdminLists()
 	s.registerHashKeys()
+	s.registerImport()
 }
 
 type loginRequest struct {

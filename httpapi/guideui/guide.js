@@ -223,7 +223,10 @@
   });
 
   const params = new URLSearchParams(window.location.search);
+  // The page's first look at the session may answer after a login made
+  // meanwhile (a large document keeps the page busy): it must not log
+  // that login out.
   fetchSession().then((ok) => {
-    if (!ok) { showLoggedOut(params.get("error") || ""); }
+    if (!ok && !state.session) { showLoggedOut(params.get("error") || ""); }
   });
 })();

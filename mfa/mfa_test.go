@@ -376,3 +376,34 @@ func TestPasskeySecondFactor(t *testing.T) {
 		t.Errorf("second-factor claims %v", c)
 	}
 }
+
+// TestEnrolPasskeyDuringSignIn: under a required policy a user without a
+// factor enrols a passkey with the enrollment token (POST
+// /me/passkeys/options as its bearer) and the registration signs in at
+// once (mfa_passkey), with recovery codes.
+func TestEnrolPasskeyDuringSignIn(t *testing.T) {
+	e := newEnv(t)
+	secret, _ := e.enrol(e.tenant.AdminToken)
+	e.Clock.Advance(30 * time.Second)
+	tok := wantCode(t, "admin login", e.Do("POST", "/api/v1/auth/tokens/", map[string]string{"name": "tadmin", "password": "tenant-password-1", "auth_domain": e.tenant.Code}), 403, mfa.CodeRequired)["mfa_token"].(string)
+	admin := wantCode(t, "admin second step", e.step(map[string]any{"grant_type": "mfa_otp", "mfa_token": tok, "otp": totpCode(secret, e.Clock.Now(), 6)}), 200, "")["jwt"].(string)
+	wantCode(t, "require", e.Do("PATCH", "/api/v1/admin/tenants/"+e.tenant.ID+"/settings", map[string]any{"mfa": map[string]any{"mode": "required"}}, e.bearer(admin)), 200, "")
+	etok := wantCode(t, "alice's login", e.login("alice", "alice-password-1"), 403, mfa.CodeEnrollmentRequired)["mfa_token"].(string)
+	o := e.Do("POST", "/api/v1/me/passkeys/options", map[string]any{}, e.bearer(etok))
+	opts := wantCode(t, "creation options with the enrollment token", o, 200, "")
+	pk := opts["publicKey"].(map[string]any)
+	d := authenticatortest.New("localhost", "http://localhost:8080")
+	d.UserHandle, _ = base64.RawURLEncoding.DecodeString(pk["user"].(map[string]any)["id"].(string))
+	r := e.step(map[string]any{"grant_type": "mfa_passkey", "mfa_token": etok, "flowId": opts["flowId"], "credential": json.RawMessage(d.PasskeyRegistrationJSON(pk["challenge"].(string)))})
+	m := wantCode(t, "register and sign in", r, 200, "")
+	if codes, _ := m["recovery_codes"].([]any); len(codes) != 10 {
+		t.Errorf("recovery_codes %v", m["recovery_codes"])
+	}
+	if c := latchkeytest.UnverifiedClaims(t, m["jwt"].(string)); c["acr"] != identity.ACRPhishingResistant || fmt.Sprint(c["amr"]) != "[pwd hwk user mfa]" {
+		t.Errorf("claims %v", c)
+	}
+	// The next sign-in asks for the passkey.
+	if m := wantCode(t, "next login", e.login("alice", "alice-password-1"), 403, mfa.CodeRequired); fmt.Sprint(m["factors"]) != "[recovery_code passkey]" {
+		t.Errorf("factors %v", m["factors"])
+	}
+}

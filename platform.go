@@ -11,6 +11,7 @@ package latchkey
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -119,9 +120,14 @@ type Config struct {
 	OIDCSessionTTL time.Duration
 	OIDCIDTokenTTL time.Duration
 	OIDCRefreshTTL time.Duration
-	// AllowPrivateEndpoints lets event-stream endpoints be on loopback,
-	// private or link-local addresses (off by default: SSRF).
+	// AllowPrivateEndpoints lets event-stream endpoints, and OAuth
+	// clients' jwks_uri, be on loopback, private or link-local addresses
+	// (off by default: SSRF).
 	AllowPrivateEndpoints bool
+	// ClientCAs are the CAs whose certificates authenticate OAuth clients
+	// registered for tls_client_auth (RFC 8705 §2.1), besides the
+	// platform's own client CA (the example server's -client-ca FILE).
+	ClientCAs *x509.CertPool
 	// EventStreamLeaseFor and EventStreamPollEvery tune the event-stream
 	// delivery engine; zero means eventstream.DefaultLeaseFor and
 	// eventstream.DefaultPollEvery. A dead process's subscriptions are
@@ -302,6 +308,8 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		if n, ok := cfg.Store.(Notifier); ok {
 			icfg.AnnounceRevocation = func(ctx context.Context) error { return n.Notify(ctx, revocationsChannel) }
 		}
+		guard := eventstream.Guard{AllowPrivate: cfg.AllowPrivateEndpoints}
+		icfg.JWKSFetcher, icfg.CheckJWKSURI, icfg.ClientCAs = newJWKSFetcher(guard), guard.CheckEndpoint, p.clientCAPool
 		p.Identity = identity.NewService(icfg)
 		p.Clients, err = clients.New(ctx, clients.Config{
 			Store: cfg.Store, Tenants: cfg.Store, Revoker: p.Identity, Keys: keys, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock,

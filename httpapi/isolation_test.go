@@ -53,6 +53,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		t.Fatalf("create virtual token: %d %s", vtok.Status, vtok.Body)
 	}
 	vtokID := strings.Trim(strings.TrimSpace(string(vtok.Body)), `"`)
+	oauthClientA, _ := e.OAuthClient(a, "", identity.ScopeEventConsumer)
 	streamA := e.AuditClient(a, "", identity.ScopeEventStreamAdmin)
 	stream := e.Do("POST", "/eventstream/v1/tenants/"+a.Code+"/subscriptions", map[string]any{"endpoint": "https://203.0.113.10/acme-q7", "eventTypes": []string{"401"}}, bearer(streamA))
 	if stream.Status != http.StatusCreated {
@@ -68,6 +69,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"jobId":          job.JSON()["jobId"].(string),
 		"tenant":         a.Code,
 		"subscriptionId": stream.JSON()["resources"].([]any)[0].(string),
+		"clientId":       oauthClientA,
 	}
 	// An authenticator of A's user (area C).
 	dev := authenticatortest.New("localhost", "http://localhost:8080")
@@ -85,7 +87,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"/notification/":      sub.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], "acme-q7"}
+	markers := []string{oauthClientA, vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], "acme-q7"}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)

@@ -12,7 +12,7 @@ type Endpoints struct {
 // Discovery is the OpenID Provider Metadata (OpenID Connect Discovery
 // 1.0 §3), derived from the configuration, never written by hand.
 func (s *Service) Discovery(e Endpoints) map[string]any {
-	auth := []string{"client_secret_basic", "client_secret_post", "none"}
+	auth := []string{identity.AuthClientSecretBasic, identity.AuthClientSecretPost, identity.AuthPrivateKeyJWT, identity.AuthTLSClientAuth, identity.AuthNone}
 	return map[string]any{
 		"issuer":                                s.Issuer(),
 		"authorization_endpoint":                e.Authorization,
@@ -31,11 +31,12 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"scopes_supported":                      append(append([]string{}, identity.OIDCScopes...), identity.AllScopes...),
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "amr", "sid", "at_hash", "azp",
 			"preferred_username", "name"},
-		"prompt_values_supported":                        []string{"none", "login"},
-		"token_endpoint_auth_methods_supported":          auth,
-		"authorization_response_iss_parameter_supported": true,
-		"request_parameter_supported":                    false,
-		"request_uri_parameter_supported":                false,
-		"claims_parameter_supported":                     false,
+		"prompt_values_supported":                          []string{"none", "login"},
+		"token_endpoint_auth_methods_supported":            auth,
+		"token_endpoint_auth_signing_alg_values_supported": identity.JWSAlgorithms,
+		"authorization_response_iss_parameter_supported":   true,
+		"request_parameter_supported":                      false,
+		"request_uri_parameter_supported":                  false,
+		"claims_parameter_supported":                       false,
 	}
 }

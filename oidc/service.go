@@ -56,7 +56,7 @@ const (
 type Identity interface {
 	Client(ctx context.Context, clientID string) (identity.OAuthClient, error)
 	Tenant(ctx context.Context, id string) (identity.Tenant, error)
-	AuthenticateClient(ctx context.Context, clientID, secret, action string) (identity.OAuthClient, error)
+	AuthenticateClientRequest(ctx context.Context, a identity.ClientAuth, action string) (identity.OAuthClient, error)
 	CheckPassword(ctx context.Context, req identity.LoginRequest, action string) (identity.Tenant, identity.User, error)
 	IssueUserAccess(ctx context.Context, a identity.UserAccess) (string, time.Time, error)
 	RevokeTokenID(ctx context.Context, tenantID, jti string, exp time.Time) error

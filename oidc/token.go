@@ -27,6 +27,17 @@ type TokenRequest struct {
 	CodeVerifier string
 	RefreshToken string
 	Scope        string
+	// Auth, when set, is the request's client authentication, instead of
+	// ClientID and ClientSecret.
+	Auth *identity.ClientAuth
+}
+
+// clientAuth is the request's client authentication.
+func (r TokenRequest) clientAuth() identity.ClientAuth {
+	if r.Auth != nil {
+		return *r.Auth
+	}
+	return identity.ClientAuth{ClientID: r.ClientID, Secret: r.ClientSecret}
 }
 
 // Tokens is the token response of the code flow (OpenID Connect Core
@@ -77,7 +88,7 @@ func invalidGrant(msg string) error { return fault.E(fault.Invalid, msg, identit
 // sent with the authorization request's redirect_uri and the PKCE
 // verifier whose S256 is the challenge.
 func (s *Service) redeemCode(ctx context.Context, req TokenRequest) (Tokens, error) {
-	c, err := s.cfg.Identity.AuthenticateClient(ctx, req.ClientID, req.ClientSecret, ActionCode)
+	c, err := s.cfg.Identity.AuthenticateClientRequest(ctx, req.clientAuth(), ActionCode)
 	if err != nil {
 		return Tokens{}, err
 	}
@@ -239,7 +250,7 @@ func AtHash(accessToken string) string {
 // revokes its whole grant (RFC 9700 §4.14.2). A scope may narrow the
 // grant's, never widen it.
 func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error) {
-	c, err := s.cfg.Identity.AuthenticateClient(ctx, req.ClientID, req.ClientSecret, ActionRefresh)
+	c, err := s.cfg.Identity.AuthenticateClientRequest(ctx, req.clientAuth(), ActionRefresh)
 	if err != nil {
 		return Tokens{}, err
 	}

@@ -15,6 +15,8 @@ import (
 type oauthData struct {
 	revoked map[string]identity.RevokedToken // by jti
 	proofs  map[string]time.Time             // by hash: ExpiresAt
+	// assertions are the client assertions seen, by hash: ExpiresAt.
+	assertions map[string]time.Time
 }
 
 // oauthArea returns the OAuth state, creating it on first use; s.mu held.

@@ -1,0 +1,56 @@
+package memstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/identity"
+)
+
+// UpdateOAuthClient implements identity.Store.
+func (s *Store) UpdateOAuthClient(ctx context.Context, c identity.OAuthClient) error {
+	defer s.lock()()
+	old, ok := s.oauthClients[c.ID]
+	if !ok {
+		return fault.E(fault.NotFound, "client not found")
+	}
+	if c.Type == "" {
+		c.Type = identity.ClientConfidential
+	}
+	for _, l := range []*[]string{&c.RedirectURIs, &c.PostLogoutRedirectURIs, &c.GrantTypes} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	c.TenantID, c.CreatedAt = old.TenantID, old.CreatedAt
+	s.oauthClients[c.ID] = cloneOAuthClient(c)
+	return nil
+}
+
+// UseClientAssertion implements identity.Store.
+func (s *Store) UseClientAssertion(ctx context.Context, u identity.DPoPProofUse, now time.Time) error {
+	defer s.lock()()
+	d := s.oauthArea()
+	if d.assertions == nil {
+		d.assertions = map[string]time.Time{}
+	}
+	k := string(u.Hash)
+	if exp, ok := d.assertions[k]; ok && exp.After(now) {
+		return fault.E(fault.Conflict, "client assertion already used")
+	}
+	d.assertions[k] = u.ExpiresAt
+	return nil
+}
+
+// PurgeClientAssertions implements identity.Store.
+func (s *Store) PurgeClientAssertions(ctx context.Context, now time.Time) error {
+	defer s.lock()()
+	d := s.oauthArea()
+	for k, exp := range d.assertions {
+		if !exp.After(now) {
+			delete(d.assertions, k)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+package sqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/identity"
+)
+
+// The state of FAPI 2.0 and the remaining OAuth grants (API-fapi.md):
+// client changes, the client assertions' replay guard and pushed
+// authorization requests.
+
+// UpdateOAuthClient implements identity.Store.
+func (s *Store) UpdateOAuthClient(ctx context.Context, c identity.OAuthClient) error {
+	typ := c.Type
+	if typ == "" {
+		typ = identity.ClientConfidential
+	}
+	n, err := s.c.Write().Exec(ctx, `UPDATE oauth_clients SET name = $2, secret_hash = $3, scopes = $4, role = $5, resources = $6,
+		client_type = $7, redirect_uris = $8, post_logout_redirect_uris = $9, grant_types = $10, id_token_alg = $11, metadata = $12 WHERE id = $1`,
+		c.ID, c.Name, append([]byte{}, c.SecretHash...), jsonText(c.Scopes), c.Role, jsonText(append([]string{}, c.Resources...)),
+		typ, append([]string{}, c.RedirectURIs...), append([]string{}, c.PostLogoutRedirectURIs...), append([]string{}, c.GrantTypes...), c.IDTokenAlg,
+		jsonText(c.ClientMetadata))
+	if err != nil {
+		return s.c.MapErr(err)
+	}
+	if n == 0 {
+		return fault.E(fault.NotFound, "client not found")
+	}
+	return nil
+}
+
+// UseClientAssertion implements identity.Store, with UseDPoPProof's one
+// upsert: of concurrent callers with the same hash (in any process)
+// exactly one inserts the row or takes over an expired one.
+func (s *Store) UseClientAssertion(ctx context.Context, u identity.DPoPProofUse, now time.Time) error {
+	n, err := s.c.Write().Exec(ctx, `INSERT INTO client_assertion_jtis (hash, expires_at) VALUES ($1, $2)
+		ON CONFLICT (hash) DO UPDATE SET expires_at = excluded.expires_at WHERE client_assertion_jtis.expires_at <= $3`,
+		u.Hash, u.ExpiresAt, now)
+	if err != nil {
+		return s.c.MapErr(err)
+	}
+	if n == 0 {
+		return fault.E(fault.Conflict, "client assertion already used")
+	}
+	return nil
+}
+
+// PurgeClientAssertions implements identity.Store.
+func (s *Store) PurgeClientAssertions(ctx context.Context, now time.Time) error {
+	return s.exec(ctx, `DELETE FROM client_assertion_jtis WHERE expires_at <= $1`, now)
+}

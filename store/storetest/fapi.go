@@ -1,0 +1,99 @@
+package storetest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/identity"
+)
+
+// fapiTests cover API-fapi.md's state: clients' metadata and their
+// changes, and the client assertions' replay guard.
+var fapiTests = []test{
+	{"OAuthClientMetadataRoundTripAndUpdate", func(t *testing.T, ctx context.Context, s Store) {
+		a := mustCreateTenant(t, ctx, s, "AAAAAAAAAA")
+		sum := sha256.Sum256([]byte("secret"))
+		c := identity.OAuthClient{ID: "lkc_m", TenantID: a.ID, Name: "fapi", SecretHash: sum[:], Scopes: []string{"openid"}, CreatedAt: Epoch,
+			Type: identity.ClientConfidential, GrantTypes: []string{identity.GrantAuthorizationCode}, RedirectURIs: []string{"https://app.example/cb"},
+			IDTokenAlg: identity.AlgES256}
+		if err := s.CreateOAuthClient(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetOAuthClient(ctx, c.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(c, got); d != "" {
+			t.Errorf("client without metadata (-want +got):\n%s", d)
+		}
+		c.ClientMetadata = identity.ClientMetadata{AuthMethod: identity.AuthPrivateKeyJWT,
+			JWKS:           json.RawMessage(`{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"k1"}]}`),
+			AuthSigningAlg: "ES256", DPoPBoundTokens: true, RequirePAR: true, Profile: identity.ProfileFAPI2}
+		c.SecretHash, c.Name, c.Scopes = nil, "renamed", []string{"openid", "profile"}
+		c.TenantID, c.CreatedAt = "ignored", Epoch.Add(time.Hour) // neither changes
+		if err := s.UpdateOAuthClient(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		c.TenantID, c.CreatedAt = a.ID, Epoch
+		if got, err = s.GetOAuthClient(ctx, c.ID); err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(c, got); d != "" {
+			t.Errorf("updated client (-want +got):\n%s", d)
+		}
+		c.ID = "lkc_absent"
+		wantKind(t, "update of an absent client", s.UpdateOAuthClient(ctx, c), fault.NotFound)
+	}},
+	{"ClientAssertionUsedOnce", func(t *testing.T, ctx context.Context, s Store) {
+		h := sha256.Sum256([]byte("client|jti-1"))
+		use := identity.DPoPProofUse{Hash: h[:], ExpiresAt: Epoch.Add(5 * time.Minute)}
+		if err := s.UseClientAssertion(ctx, use, Epoch); err != nil {
+			t.Fatalf("first use: %v", err)
+		}
+		wantKind(t, "replayed assertion", s.UseClientAssertion(ctx, use, Epoch.Add(4*time.Minute)), fault.Conflict)
+		// Another table than the DPoP proofs': the same hash is free there.
+		if err := s.UseDPoPProof(ctx, use, Epoch); err != nil {
+			t.Fatalf("DPoP proof of the same hash: %v", err)
+		}
+		if err := s.PurgeClientAssertions(ctx, Epoch.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		wantKind(t, "replay after a purge of expired rows only", s.UseClientAssertion(ctx, use, Epoch.Add(time.Minute)), fault.Conflict)
+		if err := s.PurgeClientAssertions(ctx, Epoch.Add(5*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.UseClientAssertion(ctx, use, Epoch.Add(5*time.Minute)); err != nil {
+			t.Fatalf("use after the row expired and was purged: %v", err)
+		}
+	}},
+	{"ClientAssertionConcurrentUsesOneWins", func(t *testing.T, ctx context.Context, s Store) {
+		h := sha256.Sum256([]byte("client|contended"))
+		use := identity.DPoPProofUse{Hash: h[:], ExpiresAt: Epoch.Add(time.Minute)}
+		const n = 8
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { errs[i] = s.UseClientAssertion(ctx, use, Epoch) })
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !fault.Is(fault.Conflict, err):
+				t.Errorf("concurrent use: %v, want nil or Conflict", err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("%d of %d concurrent uses of one assertion succeeded, want exactly 1", ok, n)
+		}
+	}},
+}

@@ -323,7 +323,7 @@ func TestOAuthClientAdminRoutes(t *testing.T) {
 		t.Errorf("unnamed fields kept: %s", r.Body)
 	}
 	// Back to client_secret_post: a new secret, accepted in the body only.
-	r = e.Do("PATCH", one, map[string]any{"token_endpoint_auth_method": "client_secret_post", "jwks": nil}, admin)
+	r = e.Do("PATCH", one, map[string]any{"token_endpoint_auth_method": "client_secret_post", "jwks": nil, "dpop_bound_access_tokens": false}, admin)
 	newSecret, _ := r.JSON()["client_secret"].(string)
 	if r.Status != 200 || newSecret == "" {
 		t.Fatalf("to client_secret_post: %d %s", r.Status, r.Body)
@@ -392,3 +392,45 @@ func mustParseCert(t *testing.T, der []byte) *x509.Certificate {
 }
 
 func subjectDN(c *x509.Certificate) string { return pki.SubjectDN(c) }
+
+// TestBoundTokenFlags: a client with dpop_bound_access_tokens gets no
+// token without a DPoP proof (invalid_request), and a DPoP token with one;
+// a client with tls_client_certificate_bound_access_tokens gets no token
+// without its certificate, and a token bound to it with one.
+func TestBoundTokenFlags(t *testing.T) {
+	e := latchkeytest.New(t)
+	tn := e.NewTenant("Acme")
+	cl := registerClient(t, e, tn, map[string]any{"name": "dpop", "scopes": []string{identity.ScopeEventConsumer}, "dpop_bound_access_tokens": true,
+		"token_endpoint_auth_method": "client_secret_post"})
+	form := "grant_type=client_credentials&client_id=" + cl["client_id"].(string) + "&client_secret=" + cl["client_secret"].(string)
+	if r := e.Do("POST", "/oauth/v1/token", form, formCT); r.Status != 400 || r.JSON()["error"] != "invalid_request" {
+		t.Errorf("no proof: %d %s", r.Status, r.Body)
+	}
+	k := latchkeytest.NewDPoPKey(t, "ES256")
+	if r := e.Do("POST", "/oauth/v1/token", form, formCT, "DPoP: "+k.Proof("POST", e.Server.URL+"/oauth/v1/token", "", e.Clock.Now())); r.Status != 200 || r.JSON()["token_type"] != "DPoP" {
+		t.Errorf("with a proof: %d %s", r.Status, r.Body)
+	}
+
+	e.ClientProfile(tn, map[string]any{"name": "robots"})
+	robot := e.RegisterClient("robot", e.RegistrationToken(tn, "robots", 1, 3600))
+	srv := e.TLSServer(httpapi.Defaults())
+	leaf := mustParseCert(t, robot.TLSCertificate.Certificate[0])
+	mtls := registerClient(t, e, tn, map[string]any{"name": "mtls", "scopes": []string{identity.ScopeEventConsumer}, "tls_client_certificate_bound_access_tokens": true,
+		"token_endpoint_auth_method": "tls_client_auth", "tls_client_auth_subject_dn": subjectDN(leaf)})
+	mform := "grant_type=client_credentials&client_id=" + mtls["client_id"].(string)
+	r := e.DoWith(latchkeytest.HTTPSClient(srv, robot.TLSCertificate), srv.URL, "POST", "/oauth/v1/token", mform, formCT)
+	if r.Status != 200 {
+		t.Fatalf("with the certificate: %d %s", r.Status, r.Body)
+	}
+	tok := r.JSON()["access_token"].(string)
+	cnf, _ := latchkeytest.UnverifiedClaims(t, tok)["cnf"].(map[string]any)
+	if cnf["x5t#S256"] != identity.CertificateThumbprint(leaf.Raw) {
+		t.Errorf("cnf %v, want the certificate's thumbprint", cnf)
+	}
+	if r := e.DoWith(latchkeytest.HTTPSClient(srv, robot.TLSCertificate), srv.URL, "GET", "/events/v1/events", nil, "Authorization: Bearer "+tok); r.Status != 200 {
+		t.Errorf("protected call with the certificate: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do("GET", "/events/v1/events", nil, "Authorization: Bearer "+tok); r.Status != 401 {
+		t.Errorf("protected call without the certificate: %d %s", r.Status, r.Body)
+	}
+}

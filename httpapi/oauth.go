@@ -121,10 +121,8 @@ func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) erro
 		return fault.E(fault.Invalid, "grant_type must be client_credentials, authorization_code or refresh_token", identity.ErrUnsupportedGrantType)
 	}
 	req := identity.TokenRequest{Auth: &auth, Scope: form.Get("scope"), Resources: form["resource"]}
-	if proofs := r.Header.Values("DPoP"); len(proofs) > 1 {
-		return fault.E(fault.Invalid, "invalid DPoP proof: exactly one DPoP header is allowed", identity.ErrInvalidDPoPProof)
-	} else if len(proofs) == 1 {
-		req.DPoP = &identity.DPoPRequest{Proof: proofs[0], Method: r.Method, URLs: s.requestURLs(r)}
+	if req.DPoP, err = s.dpopOf(r); err != nil {
+		return err
 	}
 	g, err := s.p.Identity.Grant(r.Context(), req)
 	if err != nil {
@@ -137,17 +135,30 @@ func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) erro
 	return nil
 }
 
+// dpopOf reads a token request's DPoP proof: nil without one.
+func (s *Server) dpopOf(r *http.Request) (*identity.DPoPRequest, error) {
+	proofs := r.Header.Values("DPoP")
+	switch len(proofs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return &identity.DPoPRequest{Proof: proofs[0], Method: r.Method, URLs: s.requestURLs(r)}, nil
+	}
+	return nil, fault.E(fault.Invalid, "invalid DPoP proof: exactly one DPoP header is allowed", identity.ErrInvalidDPoPProof)
+}
+
 // oidcToken is the code flow's side of the token endpoint: the
 // authorization_code and refresh_token grants.
 func (s *Server) oidcToken(w http.ResponseWriter, r *http.Request, form url.Values, auth identity.ClientAuth) error {
 	gt := form.Get("grant_type")
-	if len(r.Header.Values("DPoP")) > 0 {
-		return fault.E(fault.Invalid, "DPoP is supported with client_credentials only", identity.ErrInvalidRequest)
+	dpop, err := s.dpopOf(r)
+	if err != nil {
+		return err
 	}
 	if len(form["resource"]) > 0 {
 		return fault.E(fault.Invalid, "resource is supported with client_credentials only", identity.ErrInvalidTarget)
 	}
-	out, err := s.p.OIDC.Exchange(r.Context(), oidc.TokenRequest{GrantType: gt, Auth: &auth,
+	out, err := s.p.OIDC.Exchange(r.Context(), oidc.TokenRequest{GrantType: gt, Auth: &auth, DPoP: dpop,
 		Code: form.Get("code"), RedirectURI: form.Get("redirect_uri"), CodeVerifier: form.Get("code_verifier"),
 		RefreshToken: form.Get("refresh_token"), Scope: form.Get("scope")})
 	if err != nil {

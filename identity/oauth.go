@@ -60,6 +60,8 @@ type UserAccess struct {
 	User   User
 	Scope  string
 	JTI    string
+	// Confirmation binds the token (RFC 8705, RFC 9449); nil: Bearer.
+	Confirmation *Confirmation
 }
 
 // IssueUserAccess signs the access token of a UserAccess, valid
@@ -70,7 +72,7 @@ func (s *Service) IssueUserAccess(ctx context.Context, a UserAccess) (string, ti
 	rc.Audience = jwt.ClaimStrings{s.cfg.Keys.Issuer()}
 	rc.ID = a.JTI
 	return s.cfg.Keys.Sign(ctx, Claims{Kind: AccessToken, TenantID: a.Tenant.ID, TenantCode: a.Tenant.Code, ClientID: a.Client.ID,
-		Scope: a.Scope, RegisteredClaims: rc}, s.cfg.AccessTokenTTL)
+		Scope: a.Scope, Confirmation: a.Confirmation, RegisteredClaims: rc}, s.cfg.AccessTokenTTL)
 }
 
 // AccessTokenTTL is the lifetime of the access tokens the service issues.
@@ -162,20 +164,12 @@ func (s *Service) Grant(ctx context.Context, req TokenRequest) (TokenGrant, erro
 	if err != nil {
 		return fail(err)
 	}
-	var cnf *Confirmation
-	tokenType := TokenTypeBearer
-	if req.DPoP != nil {
-		d := *req.DPoP
-		d.AccessToken = ""
-		jkt, err := s.verifyDPoP(ctx, d, s.cfg.Clock.Now())
-		if err != nil {
-			if !errors.Is(err, ErrInvalidDPoPProof) {
-				return TokenGrant{}, err
-			}
-			// At the token endpoint a bad proof is a 400 (RFC 9449 §5).
-			return fail(fault.E(fault.Invalid, fault.MessageOf(err), err))
+	cnf, tokenType, err := s.SenderConstraint(ctx, c, Binding{DPoP: req.DPoP, Certificates: auth.Certificates})
+	if err != nil {
+		if fault.Is(fault.Invalid, err) {
+			return fail(err)
 		}
-		cnf, tokenType = &Confirmation{JKT: jkt}, TokenTypeDPoP
+		return TokenGrant{}, err
 	}
 	t, err := s.tenant(ctx, c.TenantID)
 	if err != nil {

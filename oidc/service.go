@@ -57,6 +57,7 @@ type Identity interface {
 	Client(ctx context.Context, clientID string) (identity.OAuthClient, error)
 	Tenant(ctx context.Context, id string) (identity.Tenant, error)
 	AuthenticateClientRequest(ctx context.Context, a identity.ClientAuth, action string) (identity.OAuthClient, error)
+	SenderConstraint(ctx context.Context, c identity.OAuthClient, b identity.Binding) (*identity.Confirmation, string, error)
 	CheckPassword(ctx context.Context, req identity.LoginRequest, action string) (identity.Tenant, identity.User, error)
 	IssueUserAccess(ctx context.Context, a identity.UserAccess) (string, time.Time, error)
 	RevokeTokenID(ctx context.Context, tenantID, jti string, exp time.Time) error

@@ -30,6 +30,19 @@ type TokenRequest struct {
 	// Auth, when set, is the request's client authentication, instead of
 	// ClientID and ClientSecret.
 	Auth *identity.ClientAuth
+	// DPoP is the request's DPoP proof, if any: the access token is then
+	// bound to its key (RFC 9449 §5); the ID token never is.
+	DPoP *identity.DPoPRequest
+}
+
+// binding is the request's sender constraint: its proof and the client
+// certificate of its authentication.
+func (r TokenRequest) binding() identity.Binding {
+	b := identity.Binding{DPoP: r.DPoP}
+	if r.Auth != nil {
+		b.Certificates = r.Auth.Certificates
+	}
+	return b
 }
 
 // clientAuth is the request's client authentication.
@@ -127,11 +140,16 @@ func (s *Service) redeemCode(ctx context.Context, req TokenRequest) (Tokens, err
 	case !verifierMatches(req.CodeVerifier, ac.Challenge):
 		return fail(invalidGrant("code_verifier does not match the code_challenge"))
 	}
+	cnf, tokenType, err := s.cfg.Identity.SenderConstraint(ctx, c, req.binding())
+	if err != nil {
+		return fail(err)
+	}
 	t, u, err := s.subject(ctx, ac.TenantID, ac.UserID)
 	if err != nil {
 		return fail(err)
 	}
-	g := grant{client: c, tenant: t, user: u, grantID: ac.GrantID, scope: ac.Scope, nonce: ac.Nonce, sid: ac.SID, amr: ac.AMR, authTime: ac.AuthTime}
+	g := grant{client: c, tenant: t, user: u, grantID: ac.GrantID, scope: ac.Scope, nonce: ac.Nonce, sid: ac.SID, amr: ac.AMR, authTime: ac.AuthTime,
+		cnf: cnf, tokenType: tokenType}
 	out, err := s.issue(ctx, g, ac.GrantID)
 	if err != nil {
 		return Tokens{}, err
@@ -201,16 +219,23 @@ type grant struct {
 	sid      string
 	amr      []string
 	authTime time.Time
+	// cnf binds the access token; tokenType is Bearer or DPoP.
+	cnf       *identity.Confirmation
+	tokenType string
 }
 
 // issue signs the access token (jti given), the ID token when the scope
 // has openid, and stores a refresh token when it has offline_access.
 func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error) {
-	access, _, err := s.cfg.Identity.IssueUserAccess(ctx, identity.UserAccess{Client: g.client, Tenant: g.tenant, User: g.user, Scope: g.scope, JTI: jti})
+	access, _, err := s.cfg.Identity.IssueUserAccess(ctx, identity.UserAccess{Client: g.client, Tenant: g.tenant, User: g.user, Scope: g.scope, JTI: jti,
+		Confirmation: g.cnf})
 	if err != nil {
 		return Tokens{}, err
 	}
-	out := Tokens{AccessToken: access, TokenType: identity.TokenTypeBearer, ExpiresIn: int64(s.cfg.Identity.AccessTokenTTL() / time.Second), Scope: g.scope}
+	if g.tokenType == "" {
+		g.tokenType = identity.TokenTypeBearer
+	}
+	out := Tokens{AccessToken: access, TokenType: g.tokenType, ExpiresIn: int64(s.cfg.Identity.AccessTokenTTL() / time.Second), Scope: g.scope}
 	scopes := strings.Fields(g.scope)
 	if slices.Contains(scopes, identity.ScopeOpenID) {
 		now := s.cfg.Clock.Now().Truncate(time.Second)
@@ -263,6 +288,12 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 	if req.RefreshToken == "" || len(req.RefreshToken) > maxParam {
 		return fail(fault.E(fault.Invalid, fault.Field("refresh_token"), "refresh_token is required", identity.ErrInvalidRequest))
 	}
+	// Before the token is taken: a refresh lacking the proof or the
+	// certificate the client's tokens need spends nothing (API-fapi.md).
+	cnf, tokenType, err := s.cfg.Identity.SenderConstraint(ctx, c, req.binding())
+	if err != nil {
+		return fail(err)
+	}
 	now := s.now()
 	rt, err := s.st.TakeOIDCRefreshToken(ctx, hashOf(req.RefreshToken), now)
 	if fault.Is(fault.NotFound, err) {
@@ -283,6 +314,7 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 	case !now.Before(rt.ExpiresAt):
 		return fail(invalidGrant("the refresh token has expired"))
 	}
+
 	scope := rt.Scope
 	if req.Scope != "" {
 		for _, sc := range strings.Fields(req.Scope) {
@@ -299,7 +331,7 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 	if err != nil {
 		return fail(err)
 	}
-	g := grant{client: c, tenant: t, user: u, grantID: rt.GrantID, scope: scope, sid: rt.SID, amr: rt.AMR, authTime: rt.AuthTime}
+	g := grant{client: c, tenant: t, user: u, grantID: rt.GrantID, scope: scope, sid: rt.SID, amr: rt.AMR, authTime: rt.AuthTime, cnf: cnf, tokenType: tokenType}
 	out, err := s.issue(ctx, g, newGrantID())
 	if err != nil {
 		return Tokens{}, err

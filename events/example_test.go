@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/events"
-	"github.com/latchkey/latchkey/events/filter"
+	"github.com/latchkey/latchkey/filter"
 )
 
 // An application posts an event; unknown attributes are dropped, the id

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
-	"github.com/latchkey/latchkey/events/filter"
+	"github.com/latchkey/latchkey/filter"
 )
 
 // Store keeps each tenant's event log: one append-only sequence of events

@@ -280,12 +280,20 @@ func (s *Service) UserToken(ctx context.Context, tenantID string, userID ObjectI
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	return s.cfg.Keys.Sign(ctx, Claims{TenantID: t.ID, TenantCode: t.Code, Roles: u.Roles, RegisteredClaims: registered(u.ID.String())}, ttl)
+	roles, err := s.EffectiveRoles(ctx, t.ID, u.ID, u.Roles)
+	if err != nil {
+		return "", time.Time{}, err
+	}
+	return s.cfg.Keys.Sign(ctx, Claims{TenantID: t.ID, TenantCode: t.Code, Roles: roles, RegisteredClaims: registered(u.ID.String())}, ttl)
 }
 
 func (s *Service) issueUserToken(ctx context.Context, t Tenant, u User) (TokenResponse, error) {
 	ttl := s.cfg.PlatformTokenTTL
-	jwt, _, err := s.cfg.Keys.Sign(ctx, Claims{TenantID: t.ID, TenantCode: t.Code, Roles: u.Roles, RegisteredClaims: registered(u.ID.String())}, ttl)
+	roles, err := s.EffectiveRoles(ctx, t.ID, u.ID, u.Roles)
+	if err != nil {
+		return TokenResponse{}, err
+	}
+	jwt, _, err := s.cfg.Keys.Sign(ctx, Claims{TenantID: t.ID, TenantCode: t.Code, Roles: roles, RegisteredClaims: registered(u.ID.String())}, ttl)
 	if err != nil {
 		return TokenResponse{}, err
 	}

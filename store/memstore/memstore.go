@@ -73,6 +73,7 @@ type Store struct {
 	oauth      *oauthData                      // revoked tokens, DPoP proofs; see oauth.go
 	oidc       oidcData                        // the OpenID Provider's state; see oidc.go
 	idem       map[idemKey]idempotency.Entry   // see idempotency.go
+	grp        groupData                       // directory groups; see groups.go
 
 	notReady error // what Ready returns; see SetNotReady
 }

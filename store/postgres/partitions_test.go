@@ -17,7 +17,7 @@ import (
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/clock/clocktest"
 	"github.com/latchkey/latchkey/events"
-	"github.com/latchkey/latchkey/events/filter"
+	"github.com/latchkey/latchkey/filter"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/store/postgres"

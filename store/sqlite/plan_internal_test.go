@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/latchkey/latchkey/events"
-	"github.com/latchkey/latchkey/events/filter"
+	"github.com/latchkey/latchkey/filter"
 )
 
 // TestUserQueryWalksTheUsersRows checks the plan of a query for one user's

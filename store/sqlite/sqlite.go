@@ -26,8 +26,8 @@ import (
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/filter"
 	"github.com/latchkey/latchkey/internal/migrations"
 	"github.com/latchkey/latchkey/store/sqlstore"
 )

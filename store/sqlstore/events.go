@@ -11,8 +11,8 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
-	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/filter"
 	"github.com/latchkey/latchkey/internal/ids"
 )
 

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"time"
 
-	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/filter"
 	"github.com/latchkey/latchkey/internal/migrations"
 )
 

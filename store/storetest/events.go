@@ -12,8 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/latchkey/latchkey/events"
-	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/filter"
 	"github.com/latchkey/latchkey/identity"
 )
 

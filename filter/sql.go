@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/latchkey/latchkey/fault"
@@ -55,6 +56,42 @@ type Dialect struct {
 // ASCII case. PostgreSQL orders text with COLLATE "C" (byte order), as Match
 // does.
 func SQL(e Expr, d Dialect, cols map[string]string) (where string, args []any, err error) {
+	var cc map[string]Column
+	if len(cols) > 0 {
+		cc = make(map[string]Column, len(cols))
+		for path, col := range cols {
+			cc[path] = Column{Name: col}
+		}
+	}
+	return SQLColumns(e, d, cc)
+}
+
+// Column is a table column that holds one attribute, for SQLColumns.
+type Column struct {
+	// Name is the column, optionally qualified once (t.col).
+	Name string
+	// Kind is the column's type: String (the zero Kind, Null, reads as
+	// String: text, NULL when absent) or Bool (a boolean: SQLite's 0 and 1,
+	// PostgreSQL's boolean). A literal of another kind never matches it.
+	Kind Kind
+	// Folded: the column holds the value with ASCII letters folded (see
+	// Fold), so a comparison with Fold compares it with the folded literal
+	// as it is, and an index on it serves the comparison.
+	Folded bool
+	// Convert, when set, turns a string literal into the column's stored
+	// form (an id kept as bytes); a literal it refuses matches nothing.
+	// Such a column takes eq, ne and pr only (Attribute.EqOnly); other
+	// comparisons match nothing.
+	Convert func(string) (any, bool)
+}
+
+// SQLColumns is SQL with typed columns: cols maps dotted paths to the
+// columns that hold them. SQL's contract holds, with Bool columns compared
+// with true and false, and Has compiled to EXISTS over the elements of the
+// JSON array (json_each, jsonb_array_elements); Has paths never name a
+// column. Comparisons with Fold compare lower(value) with the folded
+// literal.
+func SQLColumns(e Expr, d Dialect, cols map[string]Column) (where string, args []any, err error) {
 	if d.Engine != SQLite && d.Engine != PostgreSQL {
 		return "", nil, fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("unknown engine %d", d.Engine))
 	}
@@ -68,8 +105,11 @@ func SQL(e Expr, d Dialect, cols map[string]string) (where string, args []any, e
 		return "", nil, fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("invalid body column %q", d.Body))
 	}
 	for path, col := range cols {
-		if !validColumn(col) {
-			return "", nil, fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("invalid column %q for %q", col, path))
+		if !validColumn(col.Name) {
+			return "", nil, fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("invalid column %q for %q", col.Name, path))
+		}
+		if col.Kind != Null && col.Kind != String && col.Kind != Bool {
+			return "", nil, fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("column %q: kind %d", col.Name, col.Kind))
 		}
 	}
 	c := &compiler{d: d, cols: cols}
@@ -81,9 +121,10 @@ func SQL(e Expr, d Dialect, cols map[string]string) (where string, args []any, e
 }
 
 type compiler struct {
-	d    Dialect
-	cols map[string]string
-	args []any
+	d     Dialect
+	cols  map[string]Column
+	args  []any
+	elems int // Has subqueries so far, naming their element aliases
 }
 
 // arg adds a parameter and returns its placeholder.
@@ -112,6 +153,8 @@ func (c *compiler) expr(b *strings.Builder, e Expr) error {
 		}
 		b.WriteString("COALESCE(" + leaf + ", FALSE)")
 		return nil
+	case Has:
+		return c.has(b, e)
 	}
 	return fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("unknown expression %T", e))
 }
@@ -137,6 +180,8 @@ type access struct {
 	jtype   string // json_type(...) / jsonb_typeof(...); empty for columns
 	jargs   string // SQLite: the arguments body, '$.a.b' of the JSON functions
 	column  bool
+	col     Column // the column, when column
+	fold    bool   // value is folded: so are the canonical date-times it is compared with
 	sqlite  bool
 	numeric string // PostgreSQL: the value cast to numeric when it is a number
 }
@@ -152,7 +197,7 @@ func (c *compiler) access(p Path) (access, error) {
 	}
 	a := access{sqlite: c.d.Engine == SQLite}
 	if col, ok := c.cols[p.String()]; ok {
-		a.value, a.column = col, true
+		a.value, a.column, a.col = col.Name, true, col
 		return a, nil
 	}
 	if a.sqlite {
@@ -170,10 +215,18 @@ func (c *compiler) access(p Path) (access, error) {
 	return a, nil
 }
 
+// canon is the text of a date-time as the compared value holds it.
+func (a access) canon(t time.Time) string {
+	if a.fold {
+		return Fold(t.Format(TimeLayout))
+	}
+	return t.Format(TimeLayout)
+}
+
 // isKind is the condition that the attribute holds a JSON value of kind k.
 func (a access) isKind(k Kind) string {
 	if a.column {
-		if k == String {
+		if k == String && a.col.Kind != Bool {
 			return a.value + " IS NOT NULL"
 		}
 		return "FALSE"
@@ -193,6 +246,16 @@ func (c *compiler) compare(e Compare) (string, error) {
 	a, err := c.access(e.Path)
 	if err != nil {
 		return "", err
+	}
+	if a.column && (a.col.Kind == Bool || a.col.Convert != nil) {
+		return c.special(a, e), nil
+	}
+	if e.Fold && e.Value.Kind == String {
+		e.Value.Str = Fold(e.Value.Str)
+		if !(a.column && a.col.Folded) {
+			a.value = "lower(" + a.value + ")"
+		}
+		a.fold = true
 	}
 	switch e.Op {
 	case Pr:
@@ -223,8 +286,8 @@ func (c *compiler) compare(e Compare) (string, error) {
 			// A date-time literal matches its canonical form (how date-time
 			// fields are stored) as well as its exact text.
 			cond := a.value + " = " + c.arg(e.Value.Str)
-			if t, err := ParseTime(e.Value.Str); err == nil && t.Format(TimeLayout) != e.Value.Str {
-				cond = "(" + cond + " OR " + a.value + " = " + c.arg(t.Format(TimeLayout)) + ")"
+			if t, err := ParseTime(e.Value.Str); err == nil && a.canon(t) != e.Value.Str {
+				cond = "(" + cond + " OR " + a.value + " = " + c.arg(a.canon(t)) + ")"
 			}
 			return "(" + a.isKind(String) + " AND " + cond + ")", nil
 		}
@@ -247,7 +310,7 @@ func (c *compiler) order(a access, sym string, v Value) (string, error) {
 	case String:
 		s := v.Str
 		if t, err := ParseTime(s); err == nil {
-			s = t.Format(TimeLayout)
+			s = a.canon(t)
 		}
 		lhs := a.value
 		if !a.sqlite && sym != "=" {
@@ -292,6 +355,60 @@ func (c *compiler) text(a access, op Op, s string) string {
 		return "(" + typ + " AND substr(" + a.value + ", 1, " + c.arg(n) + ") = " + c.arg(s) + ")"
 	}
 	return "(" + typ + " AND substr(" + a.value + ", " + c.arg(-n) + ") = " + c.arg(s) + ")"
+}
+
+// special compiles comparisons on Bool columns and on columns with Convert.
+func (c *compiler) special(a access, e Compare) string {
+	switch e.Op {
+	case Pr:
+		return a.value + " IS NOT NULL"
+	case Ne:
+		return "NOT COALESCE(" + c.special(a, Compare{Path: e.Path, Op: Eq, Value: e.Value}) + ", FALSE)"
+	case Eq:
+		switch {
+		case e.Value.Kind == Null:
+			return a.value + " IS NULL"
+		case a.col.Kind == Bool && e.Value.Kind == Bool:
+			return a.value + " = " + strings.ToUpper(strconv.FormatBool(e.Value.Bool))
+		case a.col.Convert != nil && e.Value.Kind == String:
+			if v, ok := a.col.Convert(e.Value.Str); ok {
+				return a.value + " = " + c.arg(v)
+			}
+		}
+	}
+	return "FALSE"
+}
+
+// has compiles Has to EXISTS over the elements of the array at its path
+// that are objects, with the filter reading each element as its body.
+func (c *compiler) has(b *strings.Builder, e Has) error {
+	a, err := c.access(e.Path)
+	if err != nil {
+		return err
+	}
+	if a.column {
+		return fault.E(fault.Op("filter.SQL"), fault.Internal, fmt.Sprintf("value path %q names a column", e.Path.String()))
+	}
+	c.elems++
+	alias := "je" + strconv.Itoa(c.elems)
+	saveBody, saveCols := c.d.Body, c.cols
+	defer func() { c.d.Body, c.cols = saveBody, saveCols }()
+	if a.sqlite {
+		b.WriteString("EXISTS (SELECT 1 FROM json_each(" + a.jargs + ") AS " + alias +
+			" WHERE " + a.jtype + " = 'array' AND " + alias + ".type = 'object' AND ")
+		c.d.Body = alias + ".value"
+	} else {
+		b.WriteString("EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN " + a.jtype + " = 'array' THEN " + a.jsonb +
+			" END) AS " + alias + "(v) WHERE jsonb_typeof(" + alias + ".v) = 'object' AND ")
+		c.d.Body = alias + ".v"
+	}
+	c.cols = nil
+	b.WriteByte('(')
+	if err := c.expr(b, e.Filter); err != nil {
+		return err
+	}
+	b.WriteString("))")
+	return nil
 }
 
 // present compiles pr: not absent, null, "", [] or {}.

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/latchkey/latchkey/events/filter"
+	"github.com/latchkey/latchkey/filter"
 )
 
 const matchDoc = `{

@@ -49,6 +49,8 @@ const (
 	tWord
 	tString
 	tNumber
+	tLBracket // SCIM mode only
+	tRBracket // SCIM mode only
 )
 
 type token struct {
@@ -69,6 +71,10 @@ func (t token) describe() string {
 		return "string"
 	case tNumber:
 		return "number " + t.text
+	case tLBracket:
+		return `"["`
+	case tRBracket:
+		return `"]"`
 	}
 	if len(t.text) > 20 {
 		return strconv.Quote(t.text[:20] + "...")
@@ -79,8 +85,9 @@ func (t token) describe() string {
 // lexer produces tokens on demand; the parser needs one token of look-ahead
 // plus a peek at the next, for "not" used as an attribute name.
 type lexer struct {
-	s   string
-	pos int
+	s    string
+	pos  int
+	scim bool // value paths: "[" and "]" are tokens
 }
 
 func (l *lexer) next() (token, error) {
@@ -103,6 +110,12 @@ func (l *lexer) next() (token, error) {
 		return l.string()
 	case c == '-' || isDigit(c):
 		return l.number()
+	case c == '[' && l.scim:
+		l.pos++
+		return token{kind: tLBracket, pos: start}, nil
+	case c == ']' && l.scim:
+		l.pos++
+		return token{kind: tRBracket, pos: start}, nil
 	case c == '[' || c == ']':
 		return token{}, syntaxErr(start, "complex attribute filters ([...]) are not supported")
 	case isWordByte(c):
@@ -200,28 +213,18 @@ type parser struct {
 	lx    lexer
 	tok   token // current token
 	depth int
+	scim  bool // SCIM mode: URN paths, value paths, "-" and "$ref" in names
+	inVal bool // inside a value path's brackets, where paths are sub-attribute names
 }
 
 // Parse parses a SCIM filter. Errors are *SyntaxError, which unwraps to a
 // fault.Invalid error whose message names the byte position, for example
 // `filter: position 17: expected operator, found "foo"`.
-func Parse(s string) (Expr, error) {
-	if len(s) > MaxLength {
-		return nil, syntaxErr(MaxLength, "filter is longer than %d bytes", MaxLength)
-	}
-	if !utf8.ValidString(s) {
-		i := 0
-		for i < len(s) {
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n <= 1 {
-				break
-			}
-			i += n
-		}
-		return nil, syntaxErr(i, "invalid UTF-8")
-	}
-	p := &parser{lx: lexer{s: s}}
-	if err := p.advance(); err != nil {
+func Parse(s string) (Expr, error) { return parse(s, false) }
+
+func parse(s string, scim bool) (Expr, error) {
+	p, err := newParser(s, scim)
+	if err != nil {
 		return nil, err
 	}
 	if p.tok.kind == tEOF {
@@ -238,6 +241,29 @@ func Parse(s string) (Expr, error) {
 		return nil, syntaxErr(p.tok.pos, `expected "and", "or" or end of filter, found %s`, p.tok.describe())
 	}
 	return e, nil
+}
+
+// newParser checks the text's length and encoding and reads the first token.
+func newParser(s string, scim bool) (*parser, error) {
+	if len(s) > MaxLength {
+		return nil, syntaxErr(MaxLength, "filter is longer than %d bytes", MaxLength)
+	}
+	if !utf8.ValidString(s) {
+		i := 0
+		for i < len(s) {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return nil, syntaxErr(i, "invalid UTF-8")
+	}
+	p := &parser{lx: lexer{s: s, scim: scim}, scim: scim}
+	if err := p.advance(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func (p *parser) advance() error {
@@ -340,12 +366,27 @@ func (p *parser) compare() (Expr, error) {
 	if p.tok.kind != tWord {
 		return nil, syntaxErr(p.tok.pos, `expected attribute path or "(", found %s`, p.tok.describe())
 	}
-	path, err := parsePath(p.tok.text, p.tok.pos)
+	var (
+		path Path
+		err  error
+	)
+	if p.scim {
+		path, err = p.scimPath(p.tok.text, p.tok.pos)
+	} else {
+		path, err = parsePath(p.tok.text, p.tok.pos)
+	}
 	if err != nil {
 		return nil, err
 	}
 	if err := p.advance(); err != nil {
 		return nil, err
+	}
+	if p.scim && p.tok.kind == tLBracket {
+		f, err := p.valueFilter(path)
+		if err != nil {
+			return nil, err
+		}
+		return Has{Path: path, Filter: f}, nil
 	}
 	if p.tok.kind != tWord {
 		return nil, syntaxErr(p.tok.pos, "expected operator, found %s", p.tok.describe())

@@ -27,6 +27,9 @@ const TimeLayout = "2006-01-02T15:04:05.000000Z"
 //   - "eq null" matches an absent or null attribute; ne is exactly
 //     not (eq), so "x ne 1" matches documents without x.
 //   - pr matches a present value other than null, "", [] and {}.
+//   - A Compare with Fold compares strings with ASCII letters folded; a
+//     Has matches when an object element of the array at its path
+//     matches its filter (elements that are not objects never do).
 //
 // doc may hold numbers as float64 or json.Number (Decoder.UseNumber), or
 // any Go integer type.
@@ -40,9 +43,35 @@ func Match(e Expr, doc map[string]any) bool {
 		return !Match(e.X, doc)
 	case Compare:
 		v, ok := lookup(doc, e.Path)
+		if e.Fold {
+			v, e.Value = foldValue(v), foldLiteral(e.Value)
+		}
 		return compare(e.Op, e.Value, v, ok)
+	case Has:
+		v, _ := lookup(doc, e.Path)
+		list, _ := v.([]any)
+		for _, el := range list {
+			if m, ok := el.(map[string]any); ok && Match(e.Filter, m) {
+				return true
+			}
+		}
+		return false
 	}
 	return false
+}
+
+func foldValue(v any) any {
+	if s, ok := v.(string); ok {
+		return Fold(s)
+	}
+	return v
+}
+
+func foldLiteral(v Value) Value {
+	if v.Kind == String {
+		v.Str = Fold(v.Str)
+	}
+	return v
 }
 
 func lookup(doc map[string]any, p Path) (any, bool) {

@@ -1,8 +1,12 @@
-// Package filter parses and evaluates the SCIM filter expressions of the
-// events query (RFC 7644 §3.4.2.2), and compiles them to parameterised SQL
-// for the SQLite and PostgreSQL stores.
+// Package filter parses and evaluates SCIM filter expressions (RFC 7644
+// §3.4.2.2), those of the events query and those of the SCIM server, and
+// compiles them to parameterised SQL for the SQLite and PostgreSQL stores.
 //
-// Supported grammar (keywords, operators and true/false/null are
+// ParseSCIM, ParsePatchPath and Schema add the SCIM mode that SCIM
+// resources use (see scim.go): URN paths, value paths, multi-valued
+// attributes and case-insensitive attributes.
+//
+// Supported grammar of Parse (keywords, operators and true/false/null are
 // case-insensitive; attribute paths are not, because they name JSON keys):
 //
 //	filter  = or
@@ -14,8 +18,8 @@
 //	path    = name *("." name)     ; name = [A-Za-z_][A-Za-z0-9_]*
 //	value   = JSON string / JSON number / "true" / "false" / "null"
 //
-// Not supported: complex attribute filters (emails[type eq "work"]), URN
-// attribute prefixes and names containing "-" or "$".
+// Parse does not take complex attribute filters (emails[type eq "work"]),
+// URN attribute prefixes or names containing "-" or "$": ParseSCIM does.
 //
 // Parse accepts at most MaxLength bytes and MaxDepth levels of parentheses
 // and "not". co, sw and ew take a string; gt, ge, lt and le a string or a
@@ -57,6 +61,10 @@ type Compare struct {
 	Path  Path
 	Op    Op
 	Value Value
+	// Fold compares strings ignoring the case of ASCII letters (see Fold):
+	// set by Schema.Resolve for SCIM attributes that are not caseExact,
+	// never by parsing, since the text of a filter cannot say it.
+	Fold bool
 }
 
 func (And) expr()     {}
@@ -148,9 +156,9 @@ func (e Not) String() string { return "not (" + e.X.String() + ")" }
 // String implements Expr.
 func (e Compare) String() string {
 	if e.Op == Pr {
-		return e.Path.String() + " pr"
+		return joinSCIM(e.Path) + " pr"
 	}
-	return e.Path.String() + " " + string(e.Op) + " " + e.Value.String()
+	return joinSCIM(e.Path) + " " + string(e.Op) + " " + e.Value.String()
 }
 
 func paren(e Expr, need bool) string {

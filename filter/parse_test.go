@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/latchkey/latchkey/events/filter"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/filter"
 )
 
 func path(s string) filter.Path { return strings.Split(s, ".") }

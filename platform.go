@@ -124,6 +124,10 @@ type Config struct {
 	// clients' jwks_uri, be on loopback, private or link-local addresses
 	// (off by default: SSRF).
 	AllowPrivateEndpoints bool
+	// RequirePAR makes every authorization request come through a pushed
+	// authorization request (RFC 9126 §5), whatever the client's
+	// require_pushed_authorization_requests.
+	RequirePAR bool
 	// ClientCAs are the CAs whose certificates authenticate OAuth clients
 	// registered for tls_client_auth (RFC 8705 §2.1), besides the
 	// platform's own client CA (the example server's -client-ca FILE).
@@ -368,7 +372,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	p.OIDC = oidc.NewService(oidc.Config{
 		Store: cfg.Store, Identity: p.Identity, Users: cfg.Store, Passkeys: p.Authenticators, Keys: keys, Sealer: sealer,
 		CSRFKey: sealer.SubKey("oidc-csrf"), Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL,
+		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL, RequirePAR: cfg.RequirePAR,
 	})
 	p.EventStream = eventstream.NewService(eventstream.Config{
 		Store: cfg.Store, Events: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,

@@ -60,6 +60,14 @@ if [ "$status" -eq 0 ]; then
 			exit 1
 		fi
 	done
+	# API-fapi.md's one-time credentials across 3 processes (R19): a
+	# client assertion's jti and a PAR request_uri succeed once.
+	for t in TestFAPIReplaysAcrossProcesses/client_assertion_jti TestFAPIReplaysAcrossProcesses/request_uri; do
+		if ! grep -q -- "--- PASS: $t" "$out"; then
+			echo "postgres.sh: $t did not run" >&2
+			exit 1
+		fi
+	done
 	if ! grep -q -- '--- PASS: TestKilledProcessSubscriptionsMoveWithinSeconds' "$out"; then
 		echo "postgres.sh: the takeover test did not run" >&2
 		exit 1

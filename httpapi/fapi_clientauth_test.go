@@ -28,7 +28,7 @@ type assertionKey struct {
 	kid string
 }
 
-func newAssertionKey(t *testing.T, kid string) assertionKey {
+func newAssertionKey(t testing.TB, kid string) assertionKey {
 	return assertionKey{latchkeytest.NewDPoPKey(t, "ES256"), kid}
 }
 
@@ -65,7 +65,7 @@ func assertionForm(grant, assertion string) string {
 
 // registerClient registers an OAuth client of tn with body and returns
 // the answer.
-func registerClient(t *testing.T, e *latchkeytest.Env, tn latchkeytest.Tenant, body map[string]any) map[string]any {
+func registerClient(t testing.TB, e *latchkeytest.Env, tn latchkeytest.Tenant, body map[string]any) map[string]any {
 	t.Helper()
 	r := e.Do("POST", "/api/v1/admin/tenants/"+tn.ID+"/oauth-clients", body, bearer(tn.AdminToken))
 	if r.Status != http.StatusCreated {

@@ -224,13 +224,19 @@ func (s *Server) asMetadata(w http.ResponseWriter, r *http.Request) error {
 		"end_session_endpoint":                           e.EndSession,
 		"code_challenge_methods_supported":               []string{"S256"},
 		"authorization_response_iss_parameter_supported": true,
-		"issuer":                                s.p.Identity.Keys().Issuer(),
-		"token_endpoint":                        u + tokenPath,
-		"introspection_endpoint":                u + introspectPath,
-		"revocation_endpoint":                   u + revokePath,
-		"jwks_uri":                              s.opts.PublicURL + "/.well-known/jwks.json",
-		"grant_types_supported":                 []string{identity.GrantClientCredentials, identity.GrantAuthorizationCode, identity.GrantRefreshToken},
-		"token_endpoint_auth_methods_supported": append(append([]string{}, auth...), "none"),
+		"issuer":                                      s.p.Identity.Keys().Issuer(),
+		"token_endpoint":                              u + tokenPath,
+		"introspection_endpoint":                      u + introspectPath,
+		"revocation_endpoint":                         u + revokePath,
+		"pushed_authorization_request_endpoint":       u + parPath,
+		"require_pushed_authorization_requests":       s.p.OIDC.RequiresPAR(),
+		"request_parameter_supported":                 true,
+		"request_uri_parameter_supported":             false,
+		"require_signed_request_object":               false,
+		"request_object_signing_alg_values_supported": identity.JWSAlgorithms,
+		"jwks_uri":                                      s.opts.PublicURL + "/.well-known/jwks.json",
+		"grant_types_supported":                         []string{identity.GrantClientCredentials, identity.GrantAuthorizationCode, identity.GrantRefreshToken},
+		"token_endpoint_auth_methods_supported":         append(append([]string{}, auth...), "none"),
 		"introspection_endpoint_auth_methods_supported": auth,
 		"revocation_endpoint_auth_methods_supported":    auth,
 		// API-fapi.md: one list of assertion algorithms for the three.
@@ -245,9 +251,10 @@ func (s *Server) asMetadata(w http.ResponseWriter, r *http.Request) error {
 	if s.opts.MTLSURL != "" {
 		m := s.opts.MTLSURL + s.opts.AuthURL
 		md["mtls_endpoint_aliases"] = map[string]string{
-			"token_endpoint":         m + tokenPath,
-			"introspection_endpoint": m + introspectPath,
-			"revocation_endpoint":    m + revokePath,
+			"token_endpoint":                        m + tokenPath,
+			"introspection_endpoint":                m + introspectPath,
+			"revocation_endpoint":                   m + revokePath,
+			"pushed_authorization_request_endpoint": m + parPath,
 		}
 	}
 	writeJSONCacheable(w, md)

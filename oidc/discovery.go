@@ -7,7 +7,12 @@ import "github.com/latchkey/latchkey/identity"
 type Endpoints struct {
 	Authorization, Token, UserInfo, JWKS, EndSession string
 	Introspection, Revocation                        string
+	PAR                                              string
 }
+
+// RequiresPAR reports whether every client must push its authorization
+// requests (Config.RequirePAR).
+func (s *Service) RequiresPAR() bool { return s.cfg.RequirePAR }
 
 // Discovery is the OpenID Provider Metadata (OpenID Connect Discovery
 // 1.0 §3), derived from the configuration, never written by hand.
@@ -35,8 +40,12 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"token_endpoint_auth_methods_supported":            auth,
 		"token_endpoint_auth_signing_alg_values_supported": identity.JWSAlgorithms,
 		"authorization_response_iss_parameter_supported":   true,
-		"request_parameter_supported":                      false,
+		"request_parameter_supported":                      true,
 		"request_uri_parameter_supported":                  false,
+		"require_signed_request_object":                    false,
+		"request_object_signing_alg_values_supported":      identity.JWSAlgorithms,
+		"pushed_authorization_request_endpoint":            e.PAR,
+		"require_pushed_authorization_requests":            s.cfg.RequirePAR,
 		"claims_parameter_supported":                       false,
 	}
 }

@@ -144,6 +144,10 @@ func (s *Service) redeemCode(ctx context.Context, req TokenRequest) (Tokens, err
 	if err != nil {
 		return fail(err)
 	}
+	if ac.DPoPJKT != "" && (cnf == nil || cnf.JKT != ac.DPoPJKT) {
+		// RFC 9449 §10.1: the code is spent all the same.
+		return fail(invalidGrant("the code is bound to a DPoP key: the exchange needs a proof of that key"))
+	}
 	t, u, err := s.subject(ctx, ac.TenantID, ac.UserID)
 	if err != nil {
 		return fail(err)

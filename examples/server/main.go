@@ -52,6 +52,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.InstanceName, "instance", "", "names this process in the leases it holds (lease_owner: the name, a dash and a random id)")
 	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let event-stream endpoints and OAuth clients' jwks_uri be on loopback or private addresses")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca", "", "PEM file of CAs whose certificates authenticate tls_client_auth OAuth clients (besides the platform's client CA)")
+	fs.BoolVar(&cfg.RequirePAR, "require-par", false, "every authorization request must be pushed first (RFC 9126 PAR)")
 	fs.DurationVar(&cfg.GuideIdle, "guide-idle", 0, "interactive guide: logout after this long without activity while open (default 10m)")
 	fs.DurationVar(&cfg.GuideClosed, "guide-closed", 0, "interactive guide: session end after the last login once the window is closed (default 30m)")
 	fs.StringVar(&cfg.PublicURL, "public-url", "", "external URL of the plain listener and the token issuer (default http://<addr>, a wildcard host as localhost)")

@@ -2,10 +2,12 @@ package memstore
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/oidc"
 )
 
 // UpdateOAuthClient implements identity.Store.
@@ -53,4 +55,37 @@ func (s *Store) PurgeClientAssertions(ctx context.Context, now time.Time) error 
 		}
 	}
 	return nil
+}
+
+func clonePushed(r oidc.PushedRequest) oidc.PushedRequest {
+	r.Hash, r.UsedAt = slices.Clone(r.Hash), clonePtr(r.UsedAt)
+	return r
+}
+
+// CreatePushedRequest implements oidc.PARStore.
+func (s *Store) CreatePushedRequest(ctx context.Context, r oidc.PushedRequest) error {
+	defer s.lock()()
+	d := s.oidcMaps()
+	for k, v := range d.pushed {
+		if v.ExpiresAt.Before(r.CreatedAt.Add(-oidc.CodeRetention)) {
+			delete(d.pushed, k)
+		}
+	}
+	return insert(d.pushed, string(r.Hash), clonePushed(r), "pushed authorization request exists")
+}
+
+// TakePushedRequest implements oidc.PARStore.
+func (s *Store) TakePushedRequest(ctx context.Context, hash []byte, now time.Time) (oidc.PushedRequest, error) {
+	defer s.lock()()
+	d := s.oidcMaps()
+	r, ok := d.pushed[string(hash)]
+	if !ok {
+		return oidc.PushedRequest{}, fault.E(fault.NotFound, "pushed authorization request not found")
+	}
+	out := clonePushed(r)
+	if r.UsedAt == nil {
+		r.UsedAt = &now
+		d.pushed[string(hash)] = r
+	}
+	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
+	"github.com/latchkey/latchkey/oidc"
 	"github.com/latchkey/latchkey/seal"
 )
 
@@ -82,6 +85,33 @@ func TestFAPIReplaysAcrossProcesses(t *testing.T) {
 			_, err := p.Identity.Grant(ctx, identity.TokenRequest{Auth: &auth})
 			return err
 		}, func(err error) bool { return errors.Is(err, identity.ErrInvalidClient) })
+	})
+
+	t.Run("request_uri", func(t *testing.T) {
+		c, secret, err := plats[0].Identity.RegisterOAuthClient(ctx, root, boot.Tenant.ID, identity.NewOAuthClient{Name: "web", Scopes: []string{"openid"},
+			GrantTypes: []string{identity.GrantAuthorizationCode}, RedirectURIs: []string{"https://app.example/cb"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pushed, err := plats[1].OIDC.Push(ctx, oidc.PushRequest{Auth: identity.ClientAuth{ClientID: c.ID, Secret: secret}, Params: url.Values{
+			"response_type": {"code"}, "redirect_uri": {"https://app.example/cb"}, "scope": {"openid"}, "state": {"s"},
+			"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		errUsed := errors.New("used")
+		once(t, "one request_uri", func(p *latchkey.Platform) error {
+			out, err := p.OIDC.Authorize(ctx, url.Values{"client_id": {c.ID}, "request_uri": {pushed.RequestURI}}, "")
+			switch {
+			case err != nil:
+				return err
+			case out.SignIn == "" && strings.Contains(out.Redirect, "error=invalid_request_uri"):
+				return errUsed
+			case out.SignIn == "":
+				return errors.New("unexpected redirect " + out.Redirect)
+			}
+			return nil
+		}, func(err error) bool { return errors.Is(err, errUsed) })
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/oidc"
 )
 
 // The state of FAPI 2.0 and the remaining OAuth grants (API-fapi.md):
@@ -51,4 +52,34 @@ func (s *Store) UseClientAssertion(ctx context.Context, u identity.DPoPProofUse,
 // PurgeClientAssertions implements identity.Store.
 func (s *Store) PurgeClientAssertions(ctx context.Context, now time.Time) error {
 	return s.exec(ctx, `DELETE FROM client_assertion_jtis WHERE expires_at <= $1`, now)
+}
+
+const parCols = `hash, client_id, tenant_id, request, created_at, expires_at, used_at`
+
+// CreatePushedRequest implements oidc.PARStore.
+func (s *Store) CreatePushedRequest(ctx context.Context, r oidc.PushedRequest) error {
+	return s.c.Tx(ctx, func(q Querier) error {
+		b := &Batch{}
+		b.Exec(nil, `DELETE FROM oauth_par_requests WHERE expires_at < $1`, r.CreatedAt.Add(-oidc.CodeRetention))
+		b.Exec(nil, `INSERT INTO oauth_par_requests (`+parCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+			r.Hash, r.ClientID, r.TenantID, jsonText(r.Request), r.CreatedAt, r.ExpiresAt, r.UsedAt)
+		return q.Batch(ctx, b)
+	})
+}
+
+func (s *Store) scanPushed(row Row) (oidc.PushedRequest, error) {
+	var (
+		r   oidc.PushedRequest
+		req string
+	)
+	if err := row.Scan(&r.Hash, &r.ClientID, &r.TenantID, &req, &r.CreatedAt, &r.ExpiresAt, &r.UsedAt); err != nil {
+		return oidc.PushedRequest{}, s.notFound(err, "pushed authorization request")
+	}
+	return r, unmarshal([]byte(req), &r.Request)
+}
+
+// TakePushedRequest implements oidc.PARStore: one UPDATE ... RETURNING
+// that only an unused row matches, as TakeAuthCode.
+func (s *Store) TakePushedRequest(ctx context.Context, hash []byte, now time.Time) (oidc.PushedRequest, error) {
+	return takeOnce(ctx, s, s.scanPushed, "oauth_par_requests", parCols, hash, now, func(r *oidc.PushedRequest) { r.UsedAt = nil })
 }

@@ -19,16 +19,16 @@ var noTime *time.Time
 // create also sweeps the expired rows of its table (an index on
 // expires_at keeps that cheap), so no worker is needed.
 
-const oidcCodeCols = `hash, grant_id, client_id, tenant_id, user_id, redirect_uri, challenge, scope, nonce, sid, amr, auth_time, created_at, expires_at, used_at`
+const oidcCodeCols = `hash, grant_id, client_id, tenant_id, user_id, redirect_uri, challenge, scope, nonce, sid, amr, auth_time, created_at, expires_at, used_at, dpop_jkt`
 
 // CreateAuthCode implements oidc.Store.
 func (s *Store) CreateAuthCode(ctx context.Context, c oidc.AuthCode) error {
 	return s.c.Tx(ctx, func(q Querier) error {
 		b := &Batch{}
 		b.Exec(nil, `DELETE FROM oidc_codes WHERE expires_at < $1`, c.CreatedAt.Add(-oidc.CodeRetention))
-		b.Exec(nil, `INSERT INTO oidc_codes (`+oidcCodeCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		b.Exec(nil, `INSERT INTO oidc_codes (`+oidcCodeCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 			c.Hash, c.GrantID, c.ClientID, c.TenantID, c.UserID[:], c.RedirectURI, c.Challenge, c.Scope, c.Nonce, c.SID,
-			append([]string{}, c.AMR...), c.AuthTime, c.CreatedAt, c.ExpiresAt, c.UsedAt)
+			append([]string{}, c.AMR...), c.AuthTime, c.CreatedAt, c.ExpiresAt, c.UsedAt, c.DPoPJKT)
 		return q.Batch(ctx, b)
 	})
 }
@@ -39,7 +39,7 @@ func (s *Store) scanAuthCode(row Row) (oidc.AuthCode, error) {
 		uid []byte
 	)
 	err := row.Scan(&c.Hash, &c.GrantID, &c.ClientID, &c.TenantID, &uid, &c.RedirectURI, &c.Challenge, &c.Scope, &c.Nonce, &c.SID,
-		&c.AMR, &c.AuthTime, &c.CreatedAt, &c.ExpiresAt, &c.UsedAt)
+		&c.AMR, &c.AuthTime, &c.CreatedAt, &c.ExpiresAt, &c.UsedAt, &c.DPoPJKT)
 	if err != nil {
 		return oidc.AuthCode{}, s.notFound(err, "authorization code")
 	}

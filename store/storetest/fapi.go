@@ -12,6 +12,7 @@ import (
 
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/oidc"
 )
 
 // fapiTests cover API-fapi.md's state: clients' metadata and their
@@ -94,6 +95,54 @@ var fapiTests = []test{
 		}
 		if ok != 1 {
 			t.Fatalf("%d of %d concurrent uses of one assertion succeeded, want exactly 1", ok, n)
+		}
+	}},
+	{"PushedRequestTakenOnce", func(t *testing.T, ctx context.Context, s Store) {
+		h := sha256.Sum256([]byte("urn:ietf:params:oauth:request_uri:x"))
+		r := oidc.PushedRequest{Hash: h[:], ClientID: "lkc_p", TenantID: "t1", CreatedAt: Epoch, ExpiresAt: Epoch.Add(time.Minute),
+			Request: oidc.AuthorizationRequest{ClientID: "lkc_p", TenantID: "t1", RedirectURI: "https://app.example/cb", Scope: "openid",
+				State: "s", CodeChallenge: "c", MaxAge: -1, DPoPJKT: "jkt"}}
+		if err := s.CreatePushedRequest(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		wantKind(t, "the same hash again", s.CreatePushedRequest(ctx, r), fault.Conflict)
+		const n = 6
+		got := make([]oidc.PushedRequest, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() { got[i], errs[i] = s.TakePushedRequest(ctx, h[:], Epoch.Add(time.Second)) })
+		}
+		wg.Wait()
+		first := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("take: %v", errs[i])
+			}
+			if got[i].UsedAt == nil {
+				first++
+				if d := cmp.Diff(r, got[i]); d != "" {
+					t.Errorf("taken request (-want +got):\n%s", d)
+				}
+			}
+		}
+		if first != 1 {
+			t.Fatalf("%d of %d concurrent takes got the unused request, want 1", first, n)
+		}
+		other := sha256.Sum256([]byte("absent"))
+		_, err := s.TakePushedRequest(ctx, other[:], Epoch)
+		wantKind(t, "an absent request", err, fault.NotFound)
+	}},
+	{"AuthCodeKeepsDPoPJKT", func(t *testing.T, ctx context.Context, s Store) {
+		h := sha256.Sum256([]byte("code"))
+		c := oidc.AuthCode{Hash: h[:], GrantID: "g", ClientID: "c", TenantID: "t", RedirectURI: "https://app.example/cb", Challenge: "x",
+			Scope: "openid", AuthTime: Epoch, CreatedAt: Epoch, ExpiresAt: Epoch.Add(time.Minute), DPoPJKT: "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}
+		if err := s.CreateAuthCode(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.TakeAuthCode(ctx, h[:], Epoch)
+		if err != nil || got.DPoPJKT != c.DPoPJKT {
+			t.Fatalf("TakeAuthCode: %+v %v, want dpop_jkt kept", got, err)
 		}
 	}},
 }

@@ -62,6 +62,8 @@ type Config struct {
 	// ClientCAFile is a PEM file of CAs whose certificates authenticate
 	// tls_client_auth OAuth clients, besides the platform's client CA.
 	ClientCAFile string
+	// RequirePAR makes every authorization request a pushed one (RFC 9126).
+	RequirePAR bool
 	// PublicURL is the issuer and the origin of every absolute URL the
 	// server writes; "" means http://<Addr> (see DefaultPublicURL).
 	PublicURL string
@@ -172,7 +174,7 @@ func Run(ctx context.Context, cfg Config) error {
 			return fmt.Errorf("-client-ca: %s holds no PEM certificate", cfg.ClientCAFile)
 		}
 	}
-	p, err := latchkey.New(ctx, latchkey.Config{Store: st, ClientCAs: clientCAs, MasterKey: key, Logger: log, Issuer: public, TracerProvider: tp,
+	p, err := latchkey.New(ctx, latchkey.Config{Store: st, ClientCAs: clientCAs, RequirePAR: cfg.RequirePAR, MasterKey: key, Logger: log, Issuer: public, TracerProvider: tp,
 		ArchiveDir: archives, InstanceName: cfg.InstanceName, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
 		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed,
 		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints})

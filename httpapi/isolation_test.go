@@ -53,7 +53,6 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		t.Fatalf("create virtual token: %d %s", vtok.Status, vtok.Body)
 	}
 	vtokID := strings.Trim(strings.TrimSpace(string(vtok.Body)), `"`)
-	oauthClientA, _ := e.OAuthClient(a, "", identity.ScopeEventConsumer)
 	streamA := e.AuditClient(a, "", identity.ScopeEventStreamAdmin)
 	stream := e.Do("POST", "/eventstream/v1/tenants/"+a.Code+"/subscriptions", map[string]any{"endpoint": "https://203.0.113.10/acme-q7", "eventTypes": []string{"401"}}, bearer(streamA))
 	if stream.Status != http.StatusCreated {
@@ -69,7 +68,12 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"jobId":          job.JSON()["jobId"].(string),
 		"tenant":         a.Code,
 		"subscriptionId": stream.JSON()["resources"].([]any)[0].(string),
-		"clientId":       oauthClientA,
+	}
+	values["clientId"], _ = e.OAuthClient(a, "", identity.ScopeAuditExport)
+	values["name"] = "firebase-of-acme-q7"
+	if r := e.Do("PUT", "/api/v1/admin/tenants/"+a.ID+"/password-hash-keys/"+values["name"], map[string]any{"algorithm": "firebase-scrypt",
+		"signerKey": "Bw==", "rounds": 8, "memCost": 14}, adminA); r.Status != http.StatusNoContent {
+		t.Fatalf("put hash key: %d %s", r.Status, r.Body)
 	}
 	// An authenticator of A's user (area C).
 	dev := authenticatortest.New("localhost", "http://localhost:8080")
@@ -87,7 +91,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"/notification/":      sub.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{oauthClientA, vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], "acme-q7"}
+	markers := []string{vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], values["clientId"], "acme-q7"}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
@@ -115,11 +119,12 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	}
 	// Plausible bodies, so that a refusal is about the tenant, not the body.
 	bodies := map[string]any{
-		"settings":      map[string]any{"fidoImportEnabled": false},
-		"users":         map[string]any{"name": "mallory", "password": "mallory-password"},
-		"oauth-clients": map[string]any{"name": "m", "scopes": []string{"audit:export"}},
-		"api-keys":      map[string]any{"name": "m", "areas": []string{"authenticator"}},
-		"ack":           map[string]any{"page": 1},
+		"settings":            map[string]any{"fidoImportEnabled": false},
+		"users":               map[string]any{"name": "mallory", "password": "mallory-password"},
+		"oauth-clients":       map[string]any{"name": "m", "scopes": []string{"audit:export"}},
+		"firebase-of-acme-q7": map[string]any{"algorithm": "firebase-scrypt", "signerKey": "Bw==", "rounds": 8, "memCost": 14},
+		"api-keys":            map[string]any{"name": "m", "areas": []string{"authenticator"}},
+		"ack":                 map[string]any{"page": 1},
 	}
 	param := regexp.MustCompile(`\{([A-Za-z]+)\}`)
 	checked := 0

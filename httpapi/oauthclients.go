@@ -7,14 +7,13 @@ import (
 	"github.com/latchkey/latchkey/identity"
 )
 
-// The admin routes of one OAuth client (API-fapi.md): read it (never its
-// secret) and change its registration. POST .../oauth-clients takes the
-// same body.
+// The admin route that changes one OAuth client's registration
+// (API-fapi.md); POST .../oauth-clients takes the same body, and every
+// answer describing a client (oauthClientOf) shows the fields here.
 
 func (s *Server) registerOAuthClientAdmin() {
 	admin := s.platformJWT()
 	path := s.opts.BaseURL + "/admin/tenants/{tenantId}/oauth-clients/{clientId}"
-	s.handle("GET", path, admin, s.getOAuthClient)
 	s.handle("PATCH", path, admin, s.patchOAuthClient)
 }
 
@@ -112,19 +111,6 @@ func oauthClientJSON(c identity.OAuthClient) map[string]any {
 		out["jwks"] = b.JWKS
 	}
 	return out
-}
-
-func (s *Server) getOAuthClient(w http.ResponseWriter, r *http.Request) error {
-	id, err := tenantID(r)
-	if err != nil {
-		return err
-	}
-	c, err := s.p.Identity.GetOAuthClient(r.Context(), principal(r), id, r.PathValue("clientId"))
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, oauthClientJSON(c))
-	return nil
 }
 
 // patchOAuthClient changes the fields the body names (JSON merge patch,

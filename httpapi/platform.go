@@ -23,6 +23,8 @@ func (s *Server) registerPlatform() {
 	s.handle("POST", base+"/admin/tenants/{tenantId}/users", admin.creating(), s.createUser)
 	s.handle("POST", base+"/admin/tenants/{tenantId}/oauth-clients", admin.creating(), s.createOAuthClient)
 	s.handle("POST", base+"/admin/tenants/{tenantId}/api-keys", admin.creating(), s.createAPIKey)
+	s.registerAdminLists()
+	s.registerHashKeys()
 }
 
 type loginRequest struct {
@@ -151,15 +153,16 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 		Name     string   `json:"name"`
 		Password string   `json:"password"`
 		Roles    []string `json:"roles"`
+		profileJSON
 	}
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	u, err := s.p.CreateUser(r.Context(), principal(r), id, req.Name, req.Password, req.Roles)
+	u, err := s.p.CreateUserWith(r.Context(), principal(r), id, identity.NewUser{Name: req.Name, Password: req.Password, Roles: req.Roles, Profile: req.profile()})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"id": u.ID.String(), "name": u.Name, "roles": u.Roles, "createdAt": u.CreatedAt})
+	writeJSON(w, http.StatusCreated, userOf(u))
 	return nil
 }
 
@@ -176,7 +179,7 @@ func (s *Server) createOAuthClient(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	body := oauthClientJSON(c)
+	body := oauthClientOf(c)
 	if secret != "" {
 		body["client_secret"] = secret // shown this once; a client without a secret method has none
 	}

@@ -10,23 +10,6 @@ import (
 // client.
 const ActionOAuthClientUpdate = "oauth.client.update"
 
-// GetOAuthClient returns an OAuth client of tenantID for an administrator
-// of that tenant. A client of another tenant is fault.NotFound, as an
-// absent one.
-func (s *Service) GetOAuthClient(ctx context.Context, p Principal, tenantID, clientID string) (OAuthClient, error) {
-	if err := checkAdmin(p, tenantID); err != nil {
-		return OAuthClient{}, err
-	}
-	if clientID == "" || len(clientID) > 200 {
-		return OAuthClient{}, fault.E(fault.NotFound, "client not found")
-	}
-	c, err := s.st.GetOAuthClient(ctx, clientID)
-	if err == nil && c.TenantID != tenantID {
-		err = fault.E(fault.NotFound, "client not found")
-	}
-	return c, err
-}
-
 // Registration is the registration that describes client c, which an
 // administrator's change starts from: every field as stored.
 func (c OAuthClient) Registration() NewOAuthClient {

@@ -11,9 +11,9 @@ import (
 
 // oidcData is the OpenID Provider's state, made on first use.
 type oidcData struct {
-	codes    map[string]oidc.AuthCode     // by string(Hash)
-	refresh  map[string]oidc.RefreshToken // by string(Hash)
-	sessions map[string]oidc.Session      // by string(IDHash)
+	codes    map[string]oidc.AuthCode      // by string(Hash)
+	refresh  map[string]oidc.RefreshToken  // by string(Hash)
+	sessions map[string]oidc.Session       // by string(IDHash)
 	pushed   map[string]oidc.PushedRequest // by string(Hash)
 }
 

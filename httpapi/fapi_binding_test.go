@@ -86,3 +86,56 @@ func TestSenderConstraintOnCodeAndRefresh(t *testing.T) {
 		t.Fatalf("refresh with a proof after the refused one (nothing spent): %d %s", r.Status, r.Body)
 	}
 }
+
+// TestPublicClientRefreshTokenBoundToDPoPKey: a public client's refresh
+// token obtained with a DPoP proof is bound to that key (RFC 9449 §5):
+// presented with another key it is stolen, invalid_grant, and its grant's
+// tokens are revoked; a confidential client may refresh with a new key.
+func TestPublicClientRefreshTokenBoundToDPoPKey(t *testing.T) {
+	e := latchkeytest.New(t)
+	tn := e.NewTenant("Acme")
+	tokenURL := e.Server.URL + "/oauth/v1/token"
+	get := func(id, secret string, k *latchkeytest.DPoPKey) map[string]any {
+		code, verifier := codeFor(t, e, id, nil)
+		form := url.Values{"grant_type": {"authorization_code"}, "client_id": {id}, "code": {code}, "redirect_uri": {"https://app.example/cb"}, "code_verifier": {verifier}}
+		if secret != "" {
+			form.Set("client_secret", secret)
+		}
+		r := e.Do("POST", "/oauth/v1/token", form.Encode(), formCT, "DPoP: "+k.Proof("POST", tokenURL, "", e.Clock.Now()))
+		if r.Status != 200 {
+			t.Fatalf("code exchange: %d %s", r.Status, r.Body)
+		}
+		return r.JSON()
+	}
+	refresh := func(id, secret, rt string, k *latchkeytest.DPoPKey) latchkeytest.Response {
+		form := url.Values{"grant_type": {"refresh_token"}, "client_id": {id}, "refresh_token": {rt}}
+		if secret != "" {
+			form.Set("client_secret", secret)
+		}
+		return e.Do("POST", "/oauth/v1/token", form.Encode(), formCT, "DPoP: "+k.Proof("POST", tokenURL, "", e.Clock.Now()))
+	}
+	k1, k2 := latchkeytest.NewDPoPKey(t, "ES256"), latchkeytest.NewDPoPKey(t, "ES256")
+	spa := registerClient(t, e, tn, map[string]any{"name": "spa", "type": "public", "scopes": []string{"openid", "offline_access"},
+		"grant_types": []string{"authorization_code", "refresh_token"}, "redirect_uris": []string{"https://app.example/cb"}})["client_id"].(string)
+	first := get(spa, "", k1)
+	r := refresh(spa, "", first["refresh_token"].(string), k1)
+	if r.Status != 200 {
+		t.Fatalf("public client, same key: %d %s", r.Status, r.Body)
+	}
+	second := r.JSON()
+	if r := refresh(spa, "", second["refresh_token"].(string), k2); r.Status != 400 || r.JSON()["error"] != "invalid_grant" {
+		t.Fatalf("public client, another key: %d %s", r.Status, r.Body)
+	}
+	in := e.Do("POST", "/oauth/v1/introspect", url.Values{"client_id": {spa}, "token": {second["access_token"].(string)}}.Encode(), formCT)
+	if in.JSON()["active"] != false {
+		t.Errorf("the grant's access token after the theft: %s", in.Body)
+	}
+	web := registerClient(t, e, tn, map[string]any{"name": "web", "scopes": []string{"openid", "offline_access"}, "token_endpoint_auth_method": "client_secret_post",
+		"grant_types": []string{"authorization_code", "refresh_token"}, "redirect_uris": []string{"https://app.example/cb"}, "dpop_bound_access_tokens": true})
+	got := get(web["client_id"].(string), web["client_secret"].(string), k1)
+	if r := refresh(web["client_id"].(string), web["client_secret"].(string), got["refresh_token"].(string), k2); r.Status != 200 {
+		t.Errorf("confidential client, a new key: %d %s", r.Status, r.Body)
+	} else if cnf, _ := latchkeytest.UnverifiedClaims(t, r.JSON()["access_token"].(string))["cnf"].(map[string]any); cnf["jkt"] != k2.Thumbprint() {
+		t.Errorf("the new access token binds to %v, want the new key", cnf)
+	}
+}

@@ -52,6 +52,9 @@ type RefreshToken struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	UsedAt    *time.Time
+	// DPoPJKT binds a public client's token to its DPoP key (RFC 9449
+	// §5): a refresh without a proof of that key is a theft. "" for none.
+	DPoPJKT string
 }
 
 // Session is a browser's sign-in at the hosted page: a second

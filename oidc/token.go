@@ -226,6 +226,9 @@ type grant struct {
 	// cnf binds the access token; tokenType is Bearer or DPoP.
 	cnf       *identity.Confirmation
 	tokenType string
+	// noRefresh issues no refresh token: a FAPI 2.0 client's refresh
+	// keeps its token (SP §5.3.2.1: no rotation).
+	noRefresh bool
 }
 
 // issue signs the access token (jti given), the ID token when the scope
@@ -251,12 +254,26 @@ func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error
 			return Tokens{}, err
 		}
 	}
-	if slices.Contains(scopes, identity.ScopeOfflineAccess) && g.client.AllowsGrant(identity.GrantRefreshToken) {
+	if g.noRefresh {
+		// No new refresh token; a spent row nobody holds the secret of
+		// records the access token, so revoking the grant reaches it.
+		now := s.now()
+		if err := s.st.CreateOIDCRefreshToken(ctx, RefreshToken{Hash: hashOf(newSecret()), GrantID: g.grantID, ClientID: g.client.ID, TenantID: g.tenant.ID,
+			UserID: g.user.ID, Scope: g.scope, SID: g.sid, AMR: g.amr, AuthTime: g.authTime, AccessJTI: jti,
+			CreatedAt: now, ExpiresAt: now.Add(s.cfg.Identity.AccessTokenTTL()), UsedAt: &now}); err != nil {
+			return Tokens{}, err
+		}
+	}
+	if slices.Contains(scopes, identity.ScopeOfflineAccess) && g.client.AllowsGrant(identity.GrantRefreshToken) && !g.noRefresh {
 		rt := newSecret()
 		now := s.now()
+		var jkt string
+		if g.client.IsPublic() && g.cnf != nil {
+			jkt = g.cnf.JKT // RFC 9449 §5: a public client's token is bound to its key
+		}
 		if err := s.st.CreateOIDCRefreshToken(ctx, RefreshToken{Hash: hashOf(rt), GrantID: g.grantID, ClientID: g.client.ID, TenantID: g.tenant.ID,
 			UserID: g.user.ID, Scope: g.scope, SID: g.sid, AMR: g.amr, AuthTime: g.authTime, AccessJTI: jti,
-			CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}); err != nil {
+			CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL), DPoPJKT: jkt}); err != nil {
 			return Tokens{}, err
 		}
 		out.RefreshToken = rt
@@ -297,7 +314,14 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 		return fail(err)
 	}
 	now := s.now()
-	rt, err := s.st.TakeOIDCRefreshToken(ctx, hashOf(req.RefreshToken), now)
+	var rt RefreshToken
+	if c.IsFAPI2() {
+		// Not rotated: the token stays valid, so a retry after a lost
+		// answer still works (FAPI 2.0 SP §5.3.2.1).
+		rt, err = s.st.GetOIDCRefreshToken(ctx, hashOf(req.RefreshToken))
+	} else {
+		rt, err = s.st.TakeOIDCRefreshToken(ctx, hashOf(req.RefreshToken), now)
+	}
 	if fault.Is(fault.NotFound, err) {
 		return fail(invalidGrant("the refresh token is invalid"))
 	} else if err != nil {
@@ -315,6 +339,13 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 		return fail(invalidGrant("the refresh token was revoked or already used; its grant is revoked"))
 	case !now.Before(rt.ExpiresAt):
 		return fail(invalidGrant("the refresh token has expired"))
+	case rt.DPoPJKT != "" && (cnf == nil || cnf.JKT != rt.DPoPJKT):
+		// A public client's token presented without its key: stolen.
+		if err := s.revokeGrant(ctx, rt.TenantID, rt.GrantID, rt.CreatedAt, now); err != nil {
+			return Tokens{}, err
+		}
+		meta["revoked"] = true
+		return fail(invalidGrant("the refresh token is bound to a DPoP key: presented without a proof of it, its grant is revoked"))
 	}
 
 	scope := rt.Scope
@@ -333,7 +364,8 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 	if err != nil {
 		return fail(err)
 	}
-	g := grant{client: c, tenant: t, user: u, grantID: rt.GrantID, scope: scope, sid: rt.SID, amr: rt.AMR, authTime: rt.AuthTime, cnf: cnf, tokenType: tokenType}
+	g := grant{client: c, tenant: t, user: u, grantID: rt.GrantID, scope: scope, sid: rt.SID, amr: rt.AMR, authTime: rt.AuthTime, cnf: cnf, tokenType: tokenType,
+		noRefresh: c.IsFAPI2()}
 	out, err := s.issue(ctx, g, newGrantID())
 	if err != nil {
 		return Tokens{}, err

@@ -72,16 +72,16 @@ func takeOnce[T any](ctx context.Context, s *Store, scan func(Row) (T, error), t
 	return scan(s.c.Read().QueryRow(ctx, `SELECT `+cols+` FROM `+table+` WHERE hash = $1`, hash))
 }
 
-const oidcRefreshCols = `hash, grant_id, client_id, tenant_id, user_id, scope, sid, amr, auth_time, access_jti, created_at, expires_at, used_at`
+const oidcRefreshCols = `hash, grant_id, client_id, tenant_id, user_id, scope, sid, amr, auth_time, access_jti, created_at, expires_at, used_at, dpop_jkt`
 
 // CreateOIDCRefreshToken implements oidc.Store.
 func (s *Store) CreateOIDCRefreshToken(ctx context.Context, t oidc.RefreshToken) error {
 	return s.c.Tx(ctx, func(q Querier) error {
 		b := &Batch{}
 		b.Exec(nil, `DELETE FROM oidc_refresh_tokens WHERE expires_at < $1`, t.CreatedAt)
-		b.Exec(nil, `INSERT INTO oidc_refresh_tokens (`+oidcRefreshCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		b.Exec(nil, `INSERT INTO oidc_refresh_tokens (`+oidcRefreshCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 			t.Hash, t.GrantID, t.ClientID, t.TenantID, t.UserID[:], t.Scope, t.SID, append([]string{}, t.AMR...), t.AuthTime, t.AccessJTI,
-			t.CreatedAt, t.ExpiresAt, t.UsedAt)
+			t.CreatedAt, t.ExpiresAt, t.UsedAt, t.DPoPJKT)
 		return q.Batch(ctx, b)
 	})
 }
@@ -92,7 +92,7 @@ func (s *Store) scanOIDCRefresh(row Row) (oidc.RefreshToken, error) {
 		uid []byte
 	)
 	err := row.Scan(&t.Hash, &t.GrantID, &t.ClientID, &t.TenantID, &uid, &t.Scope, &t.SID, &t.AMR, &t.AuthTime, &t.AccessJTI,
-		&t.CreatedAt, &t.ExpiresAt, &t.UsedAt)
+		&t.CreatedAt, &t.ExpiresAt, &t.UsedAt, &t.DPoPJKT)
 	if err != nil {
 		return oidc.RefreshToken{}, s.notFound(err, "refresh token")
 	}

@@ -30,3 +30,7 @@ CREATE INDEX oauth_par_requests_by_expiry ON oauth_par_requests (expires_at);
 -- The DPoP key thumbprint a code is bound to (RFC 9449 §10: dpop_jkt, or
 -- the DPoP proof of its pushed request); '' for none.
 ALTER TABLE oidc_codes ADD COLUMN dpop_jkt text NOT NULL DEFAULT '';
+
+-- The DPoP key a public client's refresh token is bound to (RFC 9449 §5);
+-- '' for none.
+ALTER TABLE oidc_refresh_tokens ADD COLUMN dpop_jkt text NOT NULL DEFAULT '';

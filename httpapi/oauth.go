@@ -107,18 +107,20 @@ func isFormType(ct string) bool {
 // authorization_code and refresh_token grants of the OpenID Provider
 // (oidcToken).
 func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) error {
-	form, auth, err := s.oauthForm(r, "resource")
+	form, auth, err := s.oauthForm(r, "resource", "audience")
 	if err != nil {
 		return err
 	}
 	switch gt := form.Get("grant_type"); gt {
+	case identity.GrantTokenExchange:
+		return s.tokenExchange(w, r, form, auth)
 	case identity.GrantClientCredentials:
 	case identity.GrantAuthorizationCode, identity.GrantRefreshToken:
 		return s.oidcToken(w, r, form, auth)
 	case "":
 		return fault.E(fault.Invalid, "grant_type is required", identity.ErrInvalidRequest)
 	default:
-		return fault.E(fault.Invalid, "grant_type must be client_credentials, authorization_code or refresh_token", identity.ErrUnsupportedGrantType)
+		return fault.E(fault.Invalid, "grant_type must be client_credentials, authorization_code, refresh_token or "+identity.GrantTokenExchange, identity.ErrUnsupportedGrantType)
 	}
 	req := identity.TokenRequest{Auth: &auth, Scope: form.Get("scope"), Resources: form["resource"]}
 	if req.DPoP, err = s.dpopOf(r); err != nil {
@@ -130,6 +132,27 @@ func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) erro
 		return err
 	}
 	s.p.Metrics().TokenIssued("client_credentials")
+	w.Header().Set("Pragma", "no-cache")
+	writeJSON(w, http.StatusOK, g)
+	return nil
+}
+
+// tokenExchange is RFC 8693's grant: resource and audience (repeatable)
+// both name the new token's audience.
+func (s *Server) tokenExchange(w http.ResponseWriter, r *http.Request, form url.Values, auth identity.ClientAuth) error {
+	req := identity.ExchangeRequest{Auth: auth, SubjectToken: form.Get("subject_token"), SubjectTokenType: form.Get("subject_token_type"),
+		ActorToken: form.Get("actor_token"), ActorTokenType: form.Get("actor_token_type"), RequestedTokenType: form.Get("requested_token_type"),
+		Resources: append(append([]string{}, form["resource"]...), form["audience"]...), Scope: form.Get("scope")}
+	var err error
+	if req.DPoP, err = s.dpopOf(r); err != nil {
+		return err
+	}
+	g, err := s.p.Identity.ExchangeToken(r.Context(), req)
+	if err != nil {
+		s.loginFailed("token-exchange", err)
+		return err
+	}
+	s.p.Metrics().TokenIssued("token-exchange")
 	w.Header().Set("Pragma", "no-cache")
 	writeJSON(w, http.StatusOK, g)
 	return nil

@@ -46,6 +46,7 @@ type oauthClientBody struct {
 	RequirePAR                 *bool           `json:"require_pushed_authorization_requests"`
 	RequireSignedRequestObject bool            `json:"require_signed_request_object"`
 	Profile                    string          `json:"profile"`
+	TokenExchangeAudiences     []string        `json:"token_exchange_subject_audiences"`
 }
 
 // bodyOf is the body describing client c, which a PATCH's fields change.
@@ -58,7 +59,7 @@ func bodyOf(c identity.OAuthClient) oauthClientBody {
 		AuthMethod: m.Method(c.IsPublic()), JWKS: m.JWKS, JWKSURI: m.JWKSURI, AuthSigningAlg: m.AuthSigningAlg, RequestObjectSigningAlg: m.RequestObjectSigningAlg,
 		TLSSubjectDN: m.TLSSubjectDN, TLSSANDNS: m.TLSSANDNS, TLSSANURI: m.TLSSANURI, TLSSANIP: m.TLSSANIP, TLSSANEmail: m.TLSSANEmail,
 		CertBoundTokens: m.CertBoundTokens, DPoPBoundTokens: m.DPoPBoundTokens, RequirePAR: &par,
-		RequireSignedRequestObject: m.RequireSignedRequestObject, Profile: m.Profile}
+		RequireSignedRequestObject: m.RequireSignedRequestObject, Profile: m.Profile, TokenExchangeAudiences: m.TokenExchangeSubjectAudiences}
 }
 
 // registration is the identity registration a body asks for.
@@ -66,7 +67,7 @@ func (b oauthClientBody) registration() identity.NewOAuthClient {
 	m := identity.ClientMetadata{AuthMethod: b.AuthMethod, JWKS: b.JWKS, JWKSURI: b.JWKSURI, AuthSigningAlg: b.AuthSigningAlg,
 		RequestObjectSigningAlg: b.RequestObjectSigningAlg, TLSSubjectDN: b.TLSSubjectDN, TLSSANDNS: b.TLSSANDNS, TLSSANURI: b.TLSSANURI,
 		TLSSANIP: b.TLSSANIP, TLSSANEmail: b.TLSSANEmail, CertBoundTokens: b.CertBoundTokens, DPoPBoundTokens: b.DPoPBoundTokens,
-		RequireSignedRequestObject: b.RequireSignedRequestObject, Profile: b.Profile}
+		RequireSignedRequestObject: b.RequireSignedRequestObject, Profile: b.Profile, TokenExchangeSubjectAudiences: b.TokenExchangeAudiences}
 	if b.RequirePAR != nil {
 		m.RequirePAR = *b.RequirePAR
 	}
@@ -109,6 +110,9 @@ func oauthClientJSON(c identity.OAuthClient) map[string]any {
 	}
 	if len(b.JWKS) > 0 {
 		out["jwks"] = b.JWKS
+	}
+	if len(b.TokenExchangeAudiences) > 0 {
+		out["token_exchange_subject_audiences"] = b.TokenExchangeAudiences
 	}
 	return out
 }

@@ -521,12 +521,15 @@ func checkRelyingParty(req NewOAuthClient) (OAuthClient, error) {
 			grants = []string{GrantAuthorizationCode}
 		}
 	}
-	if err := checkSubset("grant_types", grants, []string{GrantClientCredentials, GrantAuthorizationCode, GrantRefreshToken}); err != nil {
+	if err := checkSubset("grant_types", grants, []string{GrantClientCredentials, GrantAuthorizationCode, GrantRefreshToken, GrantTokenExchange}); err != nil {
 		return c, err
 	}
 	c.GrantTypes = slices.Compact(slices.Sorted(slices.Values(grants)))
 	if c.Type == ClientPublic && c.AllowsGrant(GrantClientCredentials) {
 		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "a public client has no secret, so it cannot use client_credentials")
+	}
+	if c.Type == ClientPublic && c.AllowsGrant(GrantTokenExchange) {
+		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "a public client cannot use token exchange")
 	}
 	if c.AllowsGrant(GrantRefreshToken) && !c.AllowsGrant(GrantAuthorizationCode) {
 		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "refresh_token needs authorization_code")

@@ -83,6 +83,9 @@ type ClientMetadata struct {
 	RequireSignedRequestObject bool `json:"require_signed_request_object,omitempty"`
 	// Profile is ProfileFAPI2 or "".
 	Profile string `json:"profile,omitempty"`
+	// TokenExchangeSubjectAudiences are the audiences of subject tokens,
+	// issued to other clients, that this client may exchange (RFC 8693).
+	TokenExchangeSubjectAudiences []string `json:"token_exchange_subject_audiences,omitempty"`
 }
 
 // Method is the client's authentication method as the admin route shows
@@ -181,6 +184,20 @@ func checkMetadata(ctx context.Context, c *OAuthClient, requirePARSet bool, chec
 	switch {
 	case m.AuthMethod == AuthTLSClientAuth && sans != 1:
 		return badField("tls_client_auth_subject_dn", "tls_client_auth needs exactly one of tls_client_auth_subject_dn, tls_client_auth_san_dns, tls_client_auth_san_uri, tls_client_auth_san_ip, tls_client_auth_san_email")
+	}
+	if len(m.TokenExchangeSubjectAudiences) > 20 {
+		return badField("token_exchange_subject_audiences", "at most 20 token_exchange_subject_audiences")
+	}
+	for _, a := range m.TokenExchangeSubjectAudiences {
+		if err := CheckResource(a); err != nil {
+			return badField("token_exchange_subject_audiences", "token_exchange_subject_audiences: %s", fault.MessageOf(err))
+		}
+	}
+	if len(m.TokenExchangeSubjectAudiences) > 0 && !c.AllowsGrant(GrantTokenExchange) {
+		return badField("token_exchange_subject_audiences", "token_exchange_subject_audiences need the token exchange grant")
+	}
+	if len(m.TokenExchangeSubjectAudiences) == 0 {
+		m.TokenExchangeSubjectAudiences = nil
 	}
 	switch m.Profile {
 	case "":

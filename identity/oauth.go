@@ -92,6 +92,9 @@ func (s *Service) RevokeTokenID(ctx context.Context, tenantID, jti string, exp t
 		return err
 	}
 	s.revs.noteToken(r)
+	if err := s.revokeExchanged(ctx, tenantID, jti, map[string]bool{}); err != nil {
+		return err
+	}
 	s.announce(ctx)
 	return nil
 }
@@ -370,6 +373,10 @@ func (s *Service) RevokeFor(ctx context.Context, c OAuthClient, token string) er
 		return s.record(ctx, c.TenantID, ActionOAuthRevoke, err, meta)
 	}
 	s.revs.noteToken(r)
+	// What was exchanged from the token goes with it (RFC 8693).
+	if err := s.revokeExchanged(ctx, tc.TenantID, tc.ID, map[string]bool{}); err != nil {
+		return s.record(ctx, c.TenantID, ActionOAuthRevoke, err, meta)
+	}
 	s.announce(ctx)
 	meta["jti"], meta["sub"] = tc.ID, tc.Subject
 	return s.record(ctx, c.TenantID, ActionOAuthRevoke, nil, meta)

@@ -29,7 +29,7 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"revocation_endpoint":                   e.Revocation,
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query"},
-		"grant_types_supported":                 []string{identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantClientCredentials},
+		"grant_types_supported":                 []string{identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantClientCredentials, identity.GrantTokenExchange},
 		"code_challenge_methods_supported":      []string{"S256"},
 		"id_token_signing_alg_values_supported": []string{identity.AlgRS256, identity.AlgES256},
 		"subject_types_supported":               []string{"public"},

@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
@@ -87,5 +88,36 @@ func (s *Store) TakePushedRequest(ctx context.Context, hash []byte, now time.Tim
 		r.UsedAt = &now
 		d.pushed[string(hash)] = r
 	}
+	return out, nil
+}
+
+// CreateTokenExchangeLink implements identity.Store.
+func (s *Store) CreateTokenExchangeLink(ctx context.Context, l identity.TokenExchangeLink, now time.Time) error {
+	defer s.lock()()
+	d := s.oauthArea()
+	if d.links == nil {
+		d.links = map[[2]string]identity.TokenExchangeLink{}
+	}
+	for k, v := range d.links {
+		if v.ExpiresAt.Before(now) {
+			delete(d.links, k)
+		}
+	}
+	if _, ok := d.links[[2]string{l.ParentJTI, l.ChildJTI}]; !ok {
+		d.links[[2]string{l.ParentJTI, l.ChildJTI}] = l
+	}
+	return nil
+}
+
+// ListTokenExchangeChildren implements identity.Store.
+func (s *Store) ListTokenExchangeChildren(ctx context.Context, parentJTI string) ([]identity.TokenExchangeLink, error) {
+	defer s.lock()()
+	var out []identity.TokenExchangeLink
+	for _, l := range s.oauthArea().links {
+		if l.ParentJTI == parentJTI {
+			out = append(out, l)
+		}
+	}
+	slices.SortFunc(out, func(a, b identity.TokenExchangeLink) int { return strings.Compare(a.ChildJTI, b.ChildJTI) })
 	return out, nil
 }

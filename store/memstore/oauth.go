@@ -17,6 +17,8 @@ type oauthData struct {
 	proofs  map[string]time.Time             // by hash: ExpiresAt
 	// assertions are the client assertions seen, by hash: ExpiresAt.
 	assertions map[string]time.Time
+	// links are the token exchange links, by parent and child jti.
+	links map[[2]string]identity.TokenExchangeLink
 }
 
 // oauthArea returns the OAuth state, creating it on first use; s.mu held.

@@ -83,3 +83,23 @@ func (s *Store) scanPushed(row Row) (oidc.PushedRequest, error) {
 func (s *Store) TakePushedRequest(ctx context.Context, hash []byte, now time.Time) (oidc.PushedRequest, error) {
 	return takeOnce(ctx, s, s.scanPushed, "oauth_par_requests", parCols, hash, now, func(r *oidc.PushedRequest) { r.UsedAt = nil })
 }
+
+// CreateTokenExchangeLink implements identity.Store.
+func (s *Store) CreateTokenExchangeLink(ctx context.Context, l identity.TokenExchangeLink, now time.Time) error {
+	return s.c.Tx(ctx, func(q Querier) error {
+		b := &Batch{}
+		b.Exec(nil, `DELETE FROM token_exchange_links WHERE expires_at < $1`, now)
+		b.Exec(nil, `INSERT INTO token_exchange_links (parent_jti, child_jti, tenant_id, expires_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+			l.ParentJTI, l.ChildJTI, l.TenantID, l.ExpiresAt)
+		return q.Batch(ctx, b)
+	})
+}
+
+// ListTokenExchangeChildren implements identity.Store.
+func (s *Store) ListTokenExchangeChildren(ctx context.Context, parentJTI string) ([]identity.TokenExchangeLink, error) {
+	return list(ctx, s, s.c.Read(), func(row Row) (identity.TokenExchangeLink, error) {
+		var l identity.TokenExchangeLink
+		err := row.Scan(&l.ParentJTI, &l.ChildJTI, &l.TenantID, &l.ExpiresAt)
+		return l, err
+	}, `SELECT parent_jti, child_jti, tenant_id, expires_at FROM token_exchange_links WHERE parent_jti = $1 ORDER BY child_jti`, parentJTI)
+}

@@ -145,4 +145,28 @@ var fapiTests = []test{
 			t.Fatalf("TakeAuthCode: %+v %v, want dpop_jkt kept", got, err)
 		}
 	}},
+	{"TokenExchangeLinks", func(t *testing.T, ctx context.Context, s Store) {
+		l := identity.TokenExchangeLink{ParentJTI: "p", ChildJTI: "c1", TenantID: "t", ExpiresAt: Epoch.Add(time.Hour)}
+		for _, x := range []identity.TokenExchangeLink{l, l, {ParentJTI: "p", ChildJTI: "c0", TenantID: "t", ExpiresAt: Epoch.Add(time.Minute)},
+			{ParentJTI: "q", ChildJTI: "c2", TenantID: "t", ExpiresAt: Epoch.Add(time.Hour)}} {
+			if err := s.CreateTokenExchangeLink(ctx, x, Epoch); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := s.ListTokenExchangeChildren(ctx, "p")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []identity.TokenExchangeLink{{ParentJTI: "p", ChildJTI: "c0", TenantID: "t", ExpiresAt: Epoch.Add(time.Minute)}, l}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("children (-want +got):\n%s", d)
+		}
+		// A later insert sweeps the expired link.
+		if err := s.CreateTokenExchangeLink(ctx, identity.TokenExchangeLink{ParentJTI: "p", ChildJTI: "c3", TenantID: "t", ExpiresAt: Epoch.Add(2 * time.Hour)}, Epoch.Add(2*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := s.ListTokenExchangeChildren(ctx, "p"); len(got) != 2 || got[0].ChildJTI != "c1" {
+			t.Errorf("after the sweep: %+v", got)
+		}
+	}},
 }

@@ -126,6 +126,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerVToken()
 	s.registerAuthenticators()
 	s.registerPasskeys()
+	s.registerMFA()
 	s.registerGuide()
 	s.registerEventStream()
 	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))

@@ -338,9 +338,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, tenantID, name,
 		return fail(err)
 	}
 	if len(areas) == 0 {
-		return fail(fault.E(fault.Invalid, fault.Field("areas"), "areas must name at least one of authenticator, provisioning"))
+		return fail(fault.E(fault.Invalid, fault.Field("areas"), "areas must name at least one of authenticator, provisioning, scim"))
 	}
-	if err := checkSubset("areas", areas, []string{AreaAuthenticator, AreaProvisioning}); err != nil {
+	if err := checkSubset("areas", areas, []string{AreaAuthenticator, AreaProvisioning, AreaSCIM}); err != nil {
 		return fail(err)
 	}
 	k := APIKey{ID: NewGUID(), TenantID: tenantID, Name: name, Areas: slices.Compact(slices.Sorted(slices.Values(areas))), CreatedAt: s.now()}

@@ -26,6 +26,9 @@ const (
 const (
 	AreaAuthenticator = "authenticator"
 	AreaProvisioning  = "provisioning"
+	// AreaSCIM keys are the bearer tokens of SCIM provisioning clients
+	// (Entra ID, Okta) at /scim/v2.
+	AreaSCIM = "scim"
 )
 
 // Scopes of OAuth access tokens.
@@ -36,12 +39,15 @@ const (
 	ScopeEventConsumer        = "event:event:consumer"
 	ScopeEventProducer        = "event:event:producer"
 	ScopeEventStreamAdmin     = "eventstream:subscription:administrator"
+	// ScopeSCIM lets an access token call /scim/v2 (the identity
+	// providers' OAuth option for SCIM).
+	ScopeSCIM = "scim:provisioning"
 )
 
 // AllScopes lists every scope a client_credentials token may be granted.
 var AllScopes = []string{
 	ScopeAuditExport, ScopeNotificationAdmin, ScopeNotificationConsumer,
-	ScopeEventConsumer, ScopeEventProducer, ScopeEventStreamAdmin,
+	ScopeEventConsumer, ScopeEventProducer, ScopeEventStreamAdmin, ScopeSCIM,
 }
 
 // OpenID Connect scopes (OpenID Connect Core §5.4, §11): a relying party

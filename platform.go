@@ -452,7 +452,13 @@ func (p *Platform) CreateTenant(ctx context.Context, by identity.Principal, name
 // change. The user exists once CreateUser returns; an event that cannot
 // be appended is logged, not returned, since the user is already stored.
 func (p *Platform) CreateUser(ctx context.Context, by identity.Principal, tenantID, name, password string, roles []string) (identity.User, error) {
-	u, err := p.Identity.CreateUser(ctx, by, tenantID, name, password, roles)
+	return p.CreateUserWith(ctx, by, tenantID, identity.NewUser{Name: name, Password: password, Roles: roles})
+}
+
+// CreateUserWith is CreateUser with a profile (see
+// identity.Service.CreateUserWith).
+func (p *Platform) CreateUserWith(ctx context.Context, by identity.Principal, tenantID string, req identity.NewUser) (identity.User, error) {
+	u, err := p.Identity.CreateUserWith(ctx, by, tenantID, req)
 	if err != nil {
 		return u, err
 	}

@@ -69,6 +69,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"tenant":         a.Code,
 		"subscriptionId": stream.JSON()["resources"].([]any)[0].(string),
 	}
+	values["clientId"], _ = e.OAuthClient(a, "", identity.ScopeAuditExport)
 	// An authenticator of A's user (area C).
 	dev := authenticatortest.New("localhost", "http://localhost:8080")
 	cdj, att := dev.Register("aXNvbGF0aW9u", authenticatortest.FormatPackedSelf)
@@ -95,7 +96,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"/notification/":      sub.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{values["groupId"], "group-of-acme-q7", vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], "acme-q7"}
+	markers := []string{values["groupId"], "group-of-acme-q7", vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], values["clientId"], "acme-q7"}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)

@@ -23,6 +23,7 @@ func (s *Server) registerPlatform() {
 	s.handle("POST", base+"/admin/tenants/{tenantId}/users", admin.creating(), s.createUser)
 	s.handle("POST", base+"/admin/tenants/{tenantId}/oauth-clients", admin.creating(), s.createOAuthClient)
 	s.handle("POST", base+"/admin/tenants/{tenantId}/api-keys", admin.creating(), s.createAPIKey)
+	s.registerAdminLists()
 }
 
 type loginRequest struct {
@@ -151,15 +152,16 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request) error {
 		Name     string   `json:"name"`
 		Password string   `json:"password"`
 		Roles    []string `json:"roles"`
+		profileJSON
 	}
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	u, err := s.p.CreateUser(r.Context(), principal(r), id, req.Name, req.Password, req.Roles)
+	u, err := s.p.CreateUserWith(r.Context(), principal(r), id, identity.NewUser{Name: req.Name, Password: req.Password, Roles: req.Roles, Profile: req.profile()})
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"id": u.ID.String(), "name": u.Name, "roles": u.Roles, "createdAt": u.CreatedAt})
+	writeJSON(w, http.StatusCreated, userOf(u))
 	return nil
 }
 
@@ -189,15 +191,7 @@ func (s *Server) createOAuthClient(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	list := func(l []string) []string {
-		if l == nil {
-			return []string{}
-		}
-		return l
-	}
-	body := map[string]any{"client_id": c.ID, "name": c.Name, "scopes": c.Scopes, "role": c.Role,
-		"resources": list(c.Resources), "createdAt": c.CreatedAt, "type": c.Type, "redirect_uris": list(c.RedirectURIs),
-		"post_logout_redirect_uris": list(c.PostLogoutRedirectURIs), "grant_types": list(c.GrantTypes), "id_token_signed_response_alg": c.IDTokenAlgorithm()}
+	body := oauthClientOf(c)
 	if secret != "" {
 		body["client_secret"] = secret // a public client has none
 	}

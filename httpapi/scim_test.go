@@ -32,7 +32,6 @@ func wantSCIMError(t *testing.T, r latchkeytest.Response, status int, scimType s
 	}
 }
 
-
 func TestSCIMCredentials(t *testing.T) {
 	e := latchkeytest.New(t)
 	a := e.NewTenant("Acme")

@@ -192,40 +192,53 @@ const (
 	MaxPasswordLength = 256
 )
 
-// CreateUser adds a user to a tenant.
+// CreateUser adds a user to a tenant; see CreateUserWith.
 func (s *Service) CreateUser(ctx context.Context, p Principal, tenantID, name, password string, roles []string) (User, error) {
+	return s.CreateUserWith(ctx, p, tenantID, NewUser{Name: name, Password: password, Roles: roles})
+}
+
+// CreateUserWith adds a user with a password (hashed with argon2id) and
+// an optional profile to a tenant. A name or externalId the tenant has is
+// fault.Conflict.
+func (s *Service) CreateUserWith(ctx context.Context, p Principal, tenantID string, req NewUser) (User, error) {
 	if err := checkAdmin(p, tenantID); err != nil {
 		return User{}, err
 	}
 	if _, err := s.st.GetTenant(ctx, tenantID); err != nil {
 		return User{}, err
 	}
+	name, roles := req.Name, req.Roles
 	meta := map[string]any{"user": map[string]any{"name": name}}
 	fail := func(err error) (User, error) { return User{}, s.record(ctx, tenantID, "user.create", err, meta) }
 	if err := textField("name", name, 1, 128); err != nil {
 		return fail(err)
 	}
-	if n := utf8.RuneCountInString(password); n < MinPasswordLength || n > MaxPasswordLength {
-		return fail(fault.E(fault.Invalid, fault.Field("password"), fmt.Sprintf("password must be %d to %d characters", MinPasswordLength, MaxPasswordLength)))
-	}
-	if len(roles) == 0 {
-		roles = []string{RoleUser}
+	if err := checkPasswordLength(req.Password); err != nil {
+		return fail(err)
 	}
 	if err := checkSubset("roles", roles, allRoles); err != nil {
 		return fail(err)
 	}
-	hash, err := s.cfg.Hasher.Hash(ctx, password)
+	if err := req.Profile.Check(); err != nil {
+		return fail(err)
+	}
+	hash, err := s.cfg.Hasher.Hash(ctx, req.Password)
 	if err != nil {
 		return User{}, err
 	}
-	u := User{ID: NewObjectID(), TenantID: tenantID, Name: name, PasswordHash: hash, Roles: slices.Compact(slices.Sorted(slices.Values(roles))), CreatedAt: s.now()}
+	u := User{ID: NewObjectID(), TenantID: tenantID, Name: name, PasswordHash: hash, PasswordScheme: SchemeArgon2id, Roles: normalRoles(roles), CreatedAt: s.now()}
+	req.Profile.apply(&u)
 	if err := s.st.CreateUser(ctx, u); err != nil {
 		if fault.Is(fault.Conflict, err) {
-			err = fault.E(fault.Conflict, "a user with this name exists in the tenant", err)
+			err = userConflict(err)
 		}
 		return fail(err)
 	}
-	meta["user"] = map[string]any{"id": u.ID.String(), "name": name, "roles": u.Roles}
+	um := map[string]any{"id": u.ID.String(), "name": name, "roles": u.Roles}
+	if u.ExternalID != "" {
+		um["externalId"] = u.ExternalID
+	}
+	meta["user"] = um
 	return u, s.record(ctx, tenantID, "user.create", nil, meta)
 }
 

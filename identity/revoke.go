@@ -179,7 +179,13 @@ func (s *Service) checkRevoked(ctx context.Context, c *Claims) error {
 	if err := s.revs.refresh(ctx, s.st, s.cfg.Clock.Now()); err != nil {
 		return err
 	}
-	if c.IssuedAt != nil && s.revs.revoked(c.TenantID, c.Subject, c.ID, c.IssuedAt.Time) {
+	if c.IssuedAt == nil {
+		return nil
+	}
+	// A token issued to a client for a user (sub the user) goes with its
+	// client too: deleting a client revokes its id as a subject.
+	if s.revs.revoked(c.TenantID, c.Subject, c.ID, c.IssuedAt.Time) ||
+		(c.ClientID != "" && c.ClientID != c.Subject && s.revs.revoked(c.TenantID, c.ClientID, "", c.IssuedAt.Time)) {
 		return fault.E(fault.Unauthenticated, "token revoked")
 	}
 	return nil

@@ -2,7 +2,10 @@ package identity
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/latchkey/latchkey/fault"
 )
 
 // Store keeps the identity area's data. Implementations: store/memstore,
@@ -24,11 +27,31 @@ type Store interface {
 	GetUser(ctx context.Context, tenantID string, id ObjectID) (User, error)
 	// GetUserByName returns a user of a tenant by name. NotFound if absent.
 	GetUserByName(ctx context.Context, tenantID, name string) (User, error)
+	// GetUserByExternalID returns the user of a tenant whose ExternalID is
+	// externalID (exactly). NotFound if absent.
+	GetUserByExternalID(ctx context.Context, tenantID, externalID string) (User, error)
+	// ListUsers returns a page of a tenant's users in name order (q.Name,
+	// when set, selects that name alone) and the number of users q selects.
+	// q is expected normalised (ListQuery.Normalize).
+	ListUsers(ctx context.Context, tenantID string, q ListQuery) (users []User, total int, err error)
+	// CountPasswordSchemes returns how many users of a tenant have each
+	// PasswordScheme ("" for users without a password).
+	CountPasswordSchemes(ctx context.Context, tenantID string) (map[string]int, error)
+
+	// ListTenants returns a page of tenants, oldest first (q.Name and
+	// q.Code, when set, select those exactly), and the number q selects.
+	ListTenants(ctx context.Context, q ListQuery) (tenants []Tenant, total int, err error)
 
 	// CreateOAuthClient stores a new OAuth client. Conflict if the id exists.
 	CreateOAuthClient(ctx context.Context, c OAuthClient) error
 	// GetOAuthClient returns a client by client_id. NotFound if absent.
 	GetOAuthClient(ctx context.Context, id string) (OAuthClient, error)
+	// ListOAuthClients returns a page of a tenant's OAuth clients, oldest
+	// first (q.Name, when set, selects that name), and the number q selects.
+	ListOAuthClients(ctx context.Context, tenantID string, q ListQuery) (clients []OAuthClient, total int, err error)
+	// DeleteOAuthClient deletes a client of a tenant. NotFound if absent or
+	// in another tenant.
+	DeleteOAuthClient(ctx context.Context, tenantID, id string) error
 
 	// CreateAPIKey stores a new API key. Conflict if the id or hash exists.
 	CreateAPIKey(ctx context.Context, k APIKey) error
@@ -103,4 +126,35 @@ type Revocation struct {
 	Subject  string
 	At       time.Time
 	Until    time.Time
+}
+
+// Pages of the admin lists (GET /admin/tenants, users, oauth-clients):
+// the vault list's envelope and bounds.
+const (
+	DefaultListLimit = 10
+	MaxListLimit     = 1000
+)
+
+// ListQuery selects a page of a list: ?skip&limit and an exact name or
+// code.
+type ListQuery struct {
+	Skip  int
+	Limit int // 1..MaxListLimit
+	Name  string
+	Code  string // tenants only
+}
+
+// Normalize applies the defaults (limit 0 means DefaultListLimit) and
+// refuses (fault.Invalid) a negative skip or a limit over MaxListLimit.
+func (q ListQuery) Normalize() (ListQuery, error) {
+	if q.Skip < 0 {
+		return q, fault.E(fault.Invalid, fault.Field("skip"), "skip must not be negative")
+	}
+	if q.Limit < 0 || q.Limit > MaxListLimit {
+		return q, fault.E(fault.Invalid, fault.Field("limit"), fmt.Sprintf("limit must be between 1 and %d", MaxListLimit))
+	}
+	if q.Limit == 0 {
+		q.Limit = DefaultListLimit
+	}
+	return q, nil
 }

@@ -227,13 +227,38 @@ func formatName(f string) string {
 
 // User is a person who logs in with a name and password inside a tenant.
 type User struct {
-	ID           ObjectID
-	TenantID     string
-	Name         string // unique per tenant
-	PasswordHash string // argon2id, PHC string format
-	Roles        []string
-	CreatedAt    time.Time
+	ID       ObjectID
+	TenantID string
+	Name     string // unique per tenant
+	// PasswordHash is the user's password hash: argon2id in PHC string
+	// format, or a hash imported from another system (see hashes.go),
+	// replaced by argon2id at the first login. Empty: the user has no
+	// password (signs in by passkey or single sign-on).
+	PasswordHash string
+	// PasswordScheme names PasswordHash's scheme (PasswordSchemeOf), kept
+	// beside it so that an administrator can count how far the upgrade to
+	// argon2id has got without reading hashes.
+	PasswordScheme string
+	Roles          []string
+	// The profile, as OpenID Connect's standard claims name it (Core
+	// §5.1): the email and profile scopes carry them.
+	Email         string
+	EmailVerified bool
+	DisplayName   string // the name claim when set
+	GivenName     string
+	FamilyName    string
+	// ExternalID is the user's id in the system it came from (an import's
+	// key, SCIM's externalId): unique per tenant when set, compared
+	// exactly.
+	ExternalID string
+	// Inactive is SCIM's active = false. The zero value is an active user,
+	// so that no code path creates a disabled user by forgetting a field.
+	Inactive  bool
+	CreatedAt time.Time
 }
+
+// Active reports SCIM's active attribute: true unless deactivated.
+func (u User) Active() bool { return !u.Inactive }
 
 // OAuthClient is an OAuth 2.0 client: a confidential client of the
 // client_credentials grant, or a relying party of the OpenID Provider

@@ -30,7 +30,7 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"subject_types_supported":               []string{"public"},
 		"scopes_supported":                      append(append([]string{}, identity.OIDCScopes...), identity.AllScopes...),
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "amr", "sid", "at_hash", "azp",
-			"preferred_username", "name"},
+			"preferred_username", "name", "given_name", "family_name", "email", "email_verified"},
 		"prompt_values_supported":                        []string{"none", "login"},
 		"token_endpoint_auth_methods_supported":          auth,
 		"authorization_response_iss_parameter_supported": true,

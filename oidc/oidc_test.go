@@ -225,7 +225,8 @@ func TestCodeFlowCarriesStateAndNonce(t *testing.T) {
 	}
 	now := latchkeytest.Start.Unix()
 	want := oidc.IDClaims{Issuer: f.svc.Issuer(), Subject: f.aliceID, Audience: []string{f.conf.ID}, AZP: f.conf.ID, IssuedAt: now,
-		Expiry: now + 600, AuthTime: now, Nonce: "the-nonce", AMR: []string{"pwd"}, SID: c.SID, AtHash: oidc.AtHash(tok.AccessToken), PreferredUsername: "alice"}
+		Expiry: now + 600, AuthTime: now, Nonce: "the-nonce", AMR: []string{"pwd"}, SID: c.SID, AtHash: oidc.AtHash(tok.AccessToken),
+		StandardClaims: oidc.StandardClaims{PreferredUsername: "alice", Name: "alice"}}
 	if d := cmp.Diff(want, c); c.SID == "" || d != "" {
 		t.Errorf("ID token claims (-want +got):\n%s", d)
 	}

@@ -53,8 +53,8 @@ type IDClaims struct {
 	SID      string   `json:"sid,omitempty"`
 	AtHash   string   `json:"at_hash,omitempty"`
 	AZP      string   `json:"azp,omitempty"`
-	// PreferredUsername is given with the profile scope.
-	PreferredUsername string `json:"preferred_username,omitempty"`
+	// The profile and email scopes' claims (see standardClaims).
+	StandardClaims
 }
 
 // Exchange answers a token request of the code flow. Errors wrap the RFC
@@ -206,9 +206,7 @@ func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error
 		c := IDClaims{Issuer: s.Issuer(), Subject: g.user.ID.String(), Audience: []string{g.client.ID}, AZP: g.client.ID,
 			IssuedAt: now.Unix(), Expiry: now.Add(s.cfg.IDTokenTTL).Unix(), AuthTime: g.authTime.Unix(),
 			Nonce: g.nonce, AMR: g.amr, SID: g.sid, AtHash: AtHash(access)}
-		if slices.Contains(scopes, identity.ScopeProfile) {
-			c.PreferredUsername = g.user.Name
-		}
+		c.StandardClaims = standardClaims(g.user, scopes)
 		if out.IDToken, err = s.cfg.Keys.SignIDToken(ctx, g.client.IDTokenAlgorithm(), c); err != nil {
 			return Tokens{}, err
 		}

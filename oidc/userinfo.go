@@ -1,19 +1,49 @@
 package oidc
 
 import (
+	"cmp"
 	"context"
+	"slices"
 
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
 )
 
 // UserInfo is the UserInfo endpoint's answer (OpenID Connect Core
-// §5.3.2): sub always, preferred_username and name with the profile
-// scope. Users have no e-mail address, so the email scope adds nothing.
+// §5.3.2): sub always, the profile scope's and the email scope's claims
+// (§5.4) as the user has them.
 type UserInfo struct {
-	Subject           string `json:"sub"`
+	Subject string `json:"sub"`
+	StandardClaims
+}
+
+// StandardClaims are the claims of the profile and email scopes (OpenID
+// Connect Core §5.1, §5.4) that a user's record fills, in ID tokens and
+// userinfo alike; empty ones are left out.
+type StandardClaims struct {
 	PreferredUsername string `json:"preferred_username,omitempty"`
 	Name              string `json:"name,omitempty"`
+	GivenName         string `json:"given_name,omitempty"`
+	FamilyName        string `json:"family_name,omitempty"`
+	Email             string `json:"email,omitempty"`
+	EmailVerified     *bool  `json:"email_verified,omitempty"`
+}
+
+// standardClaims are the claims of u that scopes grant: with profile,
+// preferred_username (the user's name), name (the display name, else the
+// name), given_name, family_name; with email, email and email_verified
+// when the user has an email.
+func standardClaims(u identity.User, scopes []string) StandardClaims {
+	var c StandardClaims
+	if slices.Contains(scopes, identity.ScopeProfile) {
+		c.PreferredUsername, c.Name = u.Name, cmp.Or(u.DisplayName, u.Name)
+		c.GivenName, c.FamilyName = u.GivenName, u.FamilyName
+	}
+	if slices.Contains(scopes, identity.ScopeEmail) && u.Email != "" {
+		verified := u.EmailVerified
+		c.Email, c.EmailVerified = u.Email, &verified
+	}
+	return c
 }
 
 // UserInfo answers for the caller of an access token of the code flow
@@ -33,9 +63,5 @@ func (s *Service) UserInfo(ctx context.Context, p identity.Principal) (UserInfo,
 	} else if err != nil {
 		return UserInfo{}, err
 	}
-	out := UserInfo{Subject: u.ID.String()}
-	if p.HasScope(identity.ScopeProfile) {
-		out.PreferredUsername, out.Name = u.Name, u.Name
-	}
-	return out, nil
+	return UserInfo{Subject: u.ID.String(), StandardClaims: standardClaims(u, p.Scopes)}, nil
 }

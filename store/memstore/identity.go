@@ -47,9 +47,52 @@ func (s *Store) UpdateTenantSettings(ctx context.Context, id string, st identity
 func (s *Store) CreateUser(ctx context.Context, u identity.User) error {
 	defer s.lock()()
 	return s.withClaims(ctx, func() error {
-		sameName := func(o identity.User) bool { return o.TenantID == u.TenantID && o.Name == u.Name }
-		return insertUnique(s.users, u.ID, cloneUser(u), "user exists", sameName, "user name exists")
+		clash := func(o identity.User) bool {
+			return o.TenantID == u.TenantID && (o.Name == u.Name || (u.ExternalID != "" && o.ExternalID == u.ExternalID))
+		}
+		return insertUnique(s.users, u.ID, cloneUser(u), "user exists", clash, "user name or externalId exists")
 	})
+}
+
+// GetUserByExternalID implements identity.Store.
+func (s *Store) GetUserByExternalID(ctx context.Context, tenantID, externalID string) (identity.User, error) {
+	defer s.lock()()
+	match := func(u identity.User) bool {
+		return u.TenantID == tenantID && externalID != "" && u.ExternalID == externalID
+	}
+	return find(s.users, match, cloneUser, "user not found")
+}
+
+// ListUsers implements identity.Store.
+func (s *Store) ListUsers(ctx context.Context, tenantID string, q identity.ListQuery) ([]identity.User, int, error) {
+	defer s.lock()()
+	listed := func(u identity.User) bool { return u.TenantID == tenantID && (q.Name == "" || u.Name == q.Name) }
+	all := appendMatching(nil, s.users, listed, cloneUser)
+	slices.SortFunc(all, func(a, b identity.User) int { return strings.Compare(a.Name, b.Name) })
+	return page(all, q.Skip, q.Limit)
+}
+
+// CountPasswordSchemes implements identity.Store.
+func (s *Store) CountPasswordSchemes(ctx context.Context, tenantID string) (map[string]int, error) {
+	defer s.lock()()
+	out := map[string]int{}
+	for _, u := range s.users {
+		if u.TenantID == tenantID {
+			out[u.PasswordScheme]++
+		}
+	}
+	return out, nil
+}
+
+// ListTenants implements identity.Store.
+func (s *Store) ListTenants(ctx context.Context, q identity.ListQuery) ([]identity.Tenant, int, error) {
+	defer s.lock()()
+	listed := func(t identity.Tenant) bool {
+		return (q.Name == "" || t.Name == q.Name) && (q.Code == "" || t.Code == q.Code)
+	}
+	all := appendMatching(nil, s.tenants, listed, cloneTenant)
+	sortByTimeID(all, func(t identity.Tenant) (time.Time, string) { return t.CreatedAt, t.ID })
+	return page(all, q.Skip, q.Limit)
 }
 
 // GetUser implements identity.Store.
@@ -86,6 +129,22 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c identity.OAuthClient) e
 func (s *Store) GetOAuthClient(ctx context.Context, id string) (identity.OAuthClient, error) {
 	defer s.lock()()
 	return get(s.oauthClients, id, nil, cloneOAuthClient, "client not found")
+}
+
+// ListOAuthClients implements identity.Store.
+func (s *Store) ListOAuthClients(ctx context.Context, tenantID string, q identity.ListQuery) ([]identity.OAuthClient, int, error) {
+	defer s.lock()()
+	listed := func(c identity.OAuthClient) bool { return c.TenantID == tenantID && (q.Name == "" || c.Name == q.Name) }
+	all := appendMatching(nil, s.oauthClients, listed, cloneOAuthClient)
+	sortByTimeID(all, func(c identity.OAuthClient) (time.Time, string) { return c.CreatedAt, c.ID })
+	return page(all, q.Skip, q.Limit)
+}
+
+// DeleteOAuthClient implements identity.Store.
+func (s *Store) DeleteOAuthClient(ctx context.Context, tenantID, id string) error {
+	defer s.lock()()
+	ofTenant := func(c identity.OAuthClient) bool { return c.TenantID == tenantID }
+	return remove(s.oauthClients, id, ofTenant, "client not found")
 }
 
 // CreateAPIKey implements identity.Store.

@@ -2,6 +2,8 @@ package sqlstore
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
@@ -47,21 +49,47 @@ func (s *Store) UpdateTenantSettings(ctx context.Context, id string, st identity
 
 // CreateUser implements identity.Store.
 func (s *Store) CreateUser(ctx context.Context, u identity.User) error {
-	return s.exec(ctx, `INSERT INTO users (id, tenant_id, name, password_hash, roles, created_at) VALUES ($1, $2, $3, $4, $5, $6)`,
-		u.ID[:], u.TenantID, u.Name, u.PasswordHash, jsonText(u.Roles), u.CreatedAt)
+	return s.exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, userArgs(u)...)
 }
 
-const userCols = `id, tenant_id, name, password_hash, roles, created_at`
+const userCols = `id, tenant_id, name, password_hash, roles, created_at,
+	password_scheme, email, email_verified, display_name, given_name, family_name, external_id, active`
+
+// userArgs are u's values in userCols' order. An empty ExternalID is SQL
+// NULL, so that the unique index holds only the users that have one.
+func userArgs(u identity.User) []any {
+	var ext *string
+	if u.ExternalID != "" {
+		ext = &u.ExternalID
+	}
+	return []any{u.ID[:], u.TenantID, u.Name, u.PasswordHash, jsonText(u.Roles), u.CreatedAt,
+		u.PasswordScheme, u.Email, u.EmailVerified, u.DisplayName, u.GivenName, u.FamilyName, ext, !u.Inactive}
+}
 
 func (s *Store) scanUser(row Row) (identity.User, error) {
+	u, err := scanUserRow(row)
+	if err != nil {
+		return identity.User{}, s.notFound(err, "user")
+	}
+	return u, nil
+}
+
+func scanUserRow(row Row) (identity.User, error) {
 	var (
 		u         identity.User
 		id, roles []byte
+		ext       *string
+		active    bool
 	)
-	if err := row.Scan(&id, &u.TenantID, &u.Name, &u.PasswordHash, &roles, &u.CreatedAt); err != nil {
-		return identity.User{}, s.notFound(err, "user")
+	if err := row.Scan(&id, &u.TenantID, &u.Name, &u.PasswordHash, &roles, &u.CreatedAt,
+		&u.PasswordScheme, &u.Email, &u.EmailVerified, &u.DisplayName, &u.GivenName, &u.FamilyName, &ext, &active); err != nil {
+		return identity.User{}, err
 	}
 	copy(u.ID[:], id)
+	if ext != nil {
+		u.ExternalID = *ext
+	}
+	u.Inactive = !active
 	return u, unmarshal(roles, &u.Roles)
 }
 
@@ -73,6 +101,80 @@ func (s *Store) GetUser(ctx context.Context, tenantID string, id identity.Object
 // GetUserByName implements identity.Store.
 func (s *Store) GetUserByName(ctx context.Context, tenantID, name string) (identity.User, error) {
 	return s.scanUser(s.c.Read().QueryRow(ctx, `SELECT `+userCols+` FROM users WHERE tenant_id = $1 AND name = $2`, tenantID, name))
+}
+
+// GetUserByExternalID implements identity.Store.
+func (s *Store) GetUserByExternalID(ctx context.Context, tenantID, externalID string) (identity.User, error) {
+	return s.scanUser(s.c.Read().QueryRow(ctx, `SELECT `+userCols+` FROM users WHERE tenant_id = $1 AND external_id = $2`, tenantID, externalID))
+}
+
+// ListUsers implements identity.Store: in name order, along the
+// (tenant_id, name) unique index.
+func (s *Store) ListUsers(ctx context.Context, tenantID string, q identity.ListQuery) ([]identity.User, int, error) {
+	filter, args := `tenant_id = $1`, []any{tenantID}
+	if q.Name != "" {
+		filter += ` AND name = $2`
+		args = append(args, q.Name)
+	}
+	n := len(args)
+	return countedPage(ctx, s, scanUserRow, `SELECT count(*) FROM users WHERE `+filter, args,
+		`SELECT `+userCols+` FROM users WHERE `+filter+` ORDER BY name LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2),
+		append(args, q.Limit, q.Skip)...)
+}
+
+// CountPasswordSchemes implements identity.Store along the
+// (tenant_id, password_scheme) index.
+func (s *Store) CountPasswordSchemes(ctx context.Context, tenantID string) (map[string]int, error) {
+	type count struct {
+		scheme string
+		n      int
+	}
+	rows, err := list(ctx, s, s.c.Read(), func(row Row) (c count, err error) {
+		err = row.Scan(&c.scheme, &c.n)
+		return c, err
+	}, `SELECT password_scheme, count(*) FROM users WHERE tenant_id = $1 GROUP BY password_scheme`, tenantID)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int, len(rows))
+	for _, c := range rows {
+		out[c.scheme] = c.n
+	}
+	return out, nil
+}
+
+// ListTenants implements identity.Store.
+func (s *Store) ListTenants(ctx context.Context, q identity.ListQuery) ([]identity.Tenant, int, error) {
+	var (
+		conds []string
+		args  []any
+	)
+	if q.Name != "" {
+		args = append(args, q.Name)
+		conds = append(conds, `name = $`+strconv.Itoa(len(args)))
+	}
+	if q.Code != "" {
+		args = append(args, q.Code)
+		conds = append(conds, `code = $`+strconv.Itoa(len(args)))
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = ` WHERE ` + strings.Join(conds, ` AND `)
+	}
+	n := len(args)
+	scan := func(row Row) (identity.Tenant, error) {
+		var (
+			t        identity.Tenant
+			settings []byte
+		)
+		if err := row.Scan(&t.ID, &t.Code, &t.Name, &settings, &t.CreatedAt); err != nil {
+			return t, err
+		}
+		return t, unmarshal(settings, &t.Settings)
+	}
+	return countedPage(ctx, s, scan, `SELECT count(*) FROM tenants`+where, args,
+		`SELECT `+tenantCols+` FROM tenants`+where+` ORDER BY created_at, id LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2),
+		append(args, q.Limit, q.Skip)...)
 }
 
 // CreateOAuthClient implements identity.Store.
@@ -87,18 +189,17 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c identity.OAuthClient) e
 		typ, append([]string{}, c.RedirectURIs...), append([]string{}, c.PostLogoutRedirectURIs...), append([]string{}, c.GrantTypes...), c.IDTokenAlg)
 }
 
-// GetOAuthClient implements identity.Store.
-func (s *Store) GetOAuthClient(ctx context.Context, id string) (identity.OAuthClient, error) {
+const oauthClientCols = `id, tenant_id, name, secret_hash, scopes, role, resources, created_at,
+	client_type, redirect_uris, post_logout_redirect_uris, grant_types, id_token_alg`
+
+func scanOAuthClient(row Row) (identity.OAuthClient, error) {
 	var (
 		c                 identity.OAuthClient
 		scopes, resources []byte
 	)
-	err := s.c.Read().QueryRow(ctx, `SELECT id, tenant_id, name, secret_hash, scopes, role, resources, created_at,
-		client_type, redirect_uris, post_logout_redirect_uris, grant_types, id_token_alg FROM oauth_clients WHERE id = $1`, id).
-		Scan(&c.ID, &c.TenantID, &c.Name, &c.SecretHash, &scopes, &c.Role, &resources, &c.CreatedAt,
-			&c.Type, &c.RedirectURIs, &c.PostLogoutRedirectURIs, &c.GrantTypes, &c.IDTokenAlg)
-	if err != nil {
-		return identity.OAuthClient{}, s.notFound(err, "client")
+	if err := row.Scan(&c.ID, &c.TenantID, &c.Name, &c.SecretHash, &scopes, &c.Role, &resources, &c.CreatedAt,
+		&c.Type, &c.RedirectURIs, &c.PostLogoutRedirectURIs, &c.GrantTypes, &c.IDTokenAlg); err != nil {
+		return identity.OAuthClient{}, err
 	}
 	if len(c.SecretHash) == 0 {
 		c.SecretHash = nil // a public client's, read as it was written
@@ -116,6 +217,34 @@ func (s *Store) GetOAuthClient(ctx context.Context, id string) (identity.OAuthCl
 		c.Resources = nil // a client without resources reads as it was written
 	}
 	return c, unmarshal(scopes, &c.Scopes)
+}
+
+// GetOAuthClient implements identity.Store.
+func (s *Store) GetOAuthClient(ctx context.Context, id string) (identity.OAuthClient, error) {
+	c, err := scanOAuthClient(s.c.Read().QueryRow(ctx, `SELECT `+oauthClientCols+` FROM oauth_clients WHERE id = $1`, id))
+	if err != nil {
+		return identity.OAuthClient{}, s.notFound(err, "client")
+	}
+	return c, nil
+}
+
+// ListOAuthClients implements identity.Store.
+func (s *Store) ListOAuthClients(ctx context.Context, tenantID string, q identity.ListQuery) ([]identity.OAuthClient, int, error) {
+	filter, args := `tenant_id = $1`, []any{tenantID}
+	if q.Name != "" {
+		filter += ` AND name = $2`
+		args = append(args, q.Name)
+	}
+	n := len(args)
+	return countedPage(ctx, s, scanOAuthClient, `SELECT count(*) FROM oauth_clients WHERE `+filter, args,
+		`SELECT `+oauthClientCols+` FROM oauth_clients WHERE `+filter+` ORDER BY created_at, id LIMIT $`+strconv.Itoa(n+1)+` OFFSET $`+strconv.Itoa(n+2),
+		append(args, q.Limit, q.Skip)...)
+}
+
+// DeleteOAuthClient implements identity.Store.
+func (s *Store) DeleteOAuthClient(ctx context.Context, tenantID, id string) error {
+	n, err := s.c.Write().Exec(ctx, `DELETE FROM oauth_clients WHERE tenant_id = $1 AND id = $2`, tenantID, id)
+	return s.affected(n, err, "client")
 }
 
 // CreateAPIKey implements identity.Store.

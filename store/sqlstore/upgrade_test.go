@@ -202,8 +202,10 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 	}{
 		{"tenant 1", tenant1, func() (any, error) { return s.GetTenant(ctx, tn1) }},
 		{"tenant 2", tenant2, func() (any, error) { return s.GetTenantByCode(ctx, "BETA000002") }},
-		{"alice", userAlice, func() (any, error) { return s.GetUser(ctx, tn1, alice) }},
-		{"bob", userBob, func() (any, error) { return s.GetUserByName(ctx, tn1, "bob") }},
+		// Migration 23 names the scheme of every stored hash (all argon2id,
+		// or none for a user without a password).
+		{"alice", withScheme(userAlice, identity.SchemeArgon2id), func() (any, error) { return s.GetUser(ctx, tn1, alice) }},
+		{"bob", withScheme(userBob, identity.SchemeNone), func() (any, error) { return s.GetUserByName(ctx, tn1, "bob") }},
 		// A client stored before the OpenID Provider reads as a
 		// confidential client of client_credentials alone (migration 0015).
 		{"oauth client", withType(oauth, identity.ClientConfidential), func() (any, error) { return s.GetOAuthClient(ctx, oauth.ID) }},
@@ -407,4 +409,9 @@ func sqlBytes(db database, b []byte) string {
 		return "X'" + hex.EncodeToString(b) + "'"
 	}
 	return `'\x` + hex.EncodeToString(b) + `'::bytea`
+}
+
+func withScheme(u identity.User, scheme string) identity.User {
+	u.PasswordScheme = scheme
+	return u
 }

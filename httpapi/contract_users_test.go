@@ -1,0 +1,122 @@
+package httpapi_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// Contract scenarios of the administration lists the latchkey command
+// reads: tenants, users, password schemes, OAuth clients and their
+// deletion.
+
+func init() {
+	registerContractArea("users", contractAdminLists)
+}
+
+func contractAdminLists(t *testing.T, c *contract, f fixture) {
+	acme := "/api/v1/admin/tenants/" + f.acme.id
+	root := "/api/v1/admin/tenants/" + f.rootTenant
+	t.Run("list tenants", func(t *testing.T) {
+		p := "/api/v1/admin/tenants"
+		_, body := c.do(t, call{method: "GET", path: p + "?limit=1000", token: f.root, want: 200})
+		page := decode[struct {
+			Total     int              `json:"total"`
+			Limit     int              `json:"limit"`
+			Resources []map[string]any `json:"resources"`
+		}](t, body)
+		if page.Total < 2 || len(page.Resources) != page.Total || page.Limit != 1000 {
+			t.Errorf("root admin's list: %s", body)
+		}
+		_, body = c.do(t, call{method: "GET", path: p + "?code=" + f.acme.code, token: f.root, want: 200})
+		if got := decode[map[string]any](t, body); got["total"] != float64(1) {
+			t.Errorf("by code: %s", body)
+		}
+		// A tenant admin sees its own tenant only.
+		_, body = c.do(t, call{method: "GET", path: p, token: f.acme.admin, want: 200})
+		got := decode[map[string]any](t, body)
+		if res := got["resources"].([]any); got["total"] != float64(1) || len(res) != 1 || res[0].(map[string]any)["id"] != f.acme.id {
+			t.Errorf("tenant admin's list: %s", body)
+		}
+		c.do(t, call{method: "GET", path: p + "?limit=1001", token: f.root, req: reqInvalid, want: 400})
+		c.do(t, call{method: "GET", path: p + "?skip=x", token: f.root, req: reqInvalid, want: 400})
+		c.do(t, call{method: "GET", path: p, token: f.acme.user, want: 403})
+		platformUnauthenticated(t, c, f, "GET", p, nil)
+	})
+	t.Run("list users", func(t *testing.T) {
+		c.do(t, call{method: "POST", path: acme + "/users", token: f.acme.admin, body: jsonBody(map[string]any{"name": "zoe", "password": "zoe-password-1",
+			"email": "zoe@example.com", "emailVerified": true, "displayName": "Zoe Z", "givenName": "Zoe", "familyName": "Zed", "externalId": "crm-7"}), want: 201})
+		c.do(t, call{method: "POST", path: acme + "/users", token: f.acme.admin, body: jsonBody(map[string]any{"name": "zed", "password": "zed-password-1", "externalId": "crm-7"}), want: 409})
+		c.do(t, call{method: "POST", path: acme + "/users", token: f.acme.admin, body: jsonBody(map[string]any{"name": "yan", "password": "yan-password-1", "email": "not an address"}), req: reqInvalid, want: 400})
+		_, body := c.do(t, call{method: "GET", path: acme + "/users?name=zoe", token: f.acme.admin, want: 200})
+		page := decode[struct {
+			Total     int              `json:"total"`
+			Resources []map[string]any `json:"resources"`
+		}](t, body)
+		if page.Total != 1 || len(page.Resources) != 1 {
+			t.Fatalf("by name: %s", body)
+		}
+		zoe := page.Resources[0]
+		delete(zoe, "id")
+		delete(zoe, "createdAt")
+		want := map[string]any{"name": "zoe", "roles": []any{"user"}, "email": "zoe@example.com", "emailVerified": true, "displayName": "Zoe Z",
+			"givenName": "Zoe", "familyName": "Zed", "externalId": "crm-7", "active": true, "passwordScheme": "argon2id"}
+		if d := cmp.Diff(want, zoe); d != "" {
+			t.Errorf("listed user (-want +got):\n%s", d)
+		}
+		_, body = c.do(t, call{method: "GET", path: acme + "/users?skip=1&limit=2", token: f.root, want: 200})
+		if got := decode[map[string]any](t, body); len(got["resources"].([]any)) != 2 || got["skip"] != float64(1) {
+			t.Errorf("page: %s", body)
+		}
+		c.do(t, call{method: "GET", path: acme + "/users?limit=0", token: f.acme.admin, req: reqInvalid, want: 400})
+		c.do(t, call{method: "GET", path: acme + "/users", token: f.acme.user, want: 403})
+		c.do(t, call{method: "GET", path: root + "/users", token: f.acme.admin, want: 404})
+		platformUnauthenticated(t, c, f, "GET", acme+"/users", nil)
+	})
+	t.Run("password schemes", func(t *testing.T) {
+		p := acme + "/password-schemes"
+		_, body := c.do(t, call{method: "GET", path: p, token: f.acme.admin, want: 200})
+		got := decode[map[string]int](t, body)
+		if len(got) != 1 || got["argon2id"] < 3 {
+			t.Errorf("schemes: %s", body)
+		}
+		c.do(t, call{method: "GET", path: p, token: f.acme.user, want: 403})
+		c.do(t, call{method: "GET", path: root + "/password-schemes", token: f.acme.admin, want: 404})
+		platformUnauthenticated(t, c, f, "GET", p, nil)
+	})
+	t.Run("oauth clients", func(t *testing.T) {
+		p := acme + "/oauth-clients"
+		_, body := c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: jsonBody(map[string]any{"name": "doomed", "scopes": []string{"audit:export"}, "role": "tenant-admin"}), want: 201})
+		created := decode[map[string]any](t, body)
+		id, secret := created["client_id"].(string), created["client_secret"].(string)
+		_, body = c.do(t, call{method: "GET", path: p + "?name=doomed", token: f.acme.admin, want: 200})
+		page := decode[map[string]any](t, body)
+		if res := page["resources"].([]any); len(res) != 1 || res[0].(map[string]any)["client_id"] != id {
+			t.Errorf("list by name: %s", body)
+		}
+		_, body = c.do(t, call{method: "GET", path: p + "/" + id, token: f.acme.admin, want: 200})
+		if got := decode[map[string]any](t, body); got["client_secret"] != nil || got["name"] != "doomed" {
+			t.Errorf("get: %s", body)
+		}
+		c.do(t, call{method: "GET", path: p + "?limit=-1", token: f.acme.admin, req: reqInvalid, want: 400})
+		c.do(t, call{method: "GET", path: p, token: f.acme.user, want: 403})
+		c.do(t, call{method: "GET", path: p + "/" + id, token: f.acme.user, want: 403})
+		c.do(t, call{method: "GET", path: p + "/lkc_nosuchclient", token: f.acme.admin, want: 404})
+		c.do(t, call{method: "GET", path: root + "/oauth-clients", token: f.acme.admin, want: 404})
+		// A client of acme named under the root tenant does not exist there.
+		c.do(t, call{method: "GET", path: root + "/oauth-clients/" + id, token: f.root, want: 404})
+		c.do(t, call{method: "DELETE", path: root + "/oauth-clients/" + id, token: f.root, want: 404})
+		platformUnauthenticated(t, c, f, "GET", p, nil)
+		platformUnauthenticated(t, c, f, "GET", p+"/"+id, nil)
+		platformUnauthenticated(t, c, f, "DELETE", p+"/"+id, nil)
+		c.do(t, call{method: "DELETE", path: p + "/" + id, token: f.acme.user, want: 403})
+
+		// Deleting the client revokes its tokens at once.
+		tok := oauthToken(t, c, id, secret)
+		c.do(t, call{method: "GET", path: "/audit/v1/service_instances", token: tok, want: 200})
+		c.do(t, call{method: "DELETE", path: p + "/" + id, token: f.acme.admin, want: 204})
+		c.do(t, call{method: "GET", path: "/audit/v1/service_instances", token: tok, want: 401})
+		c.do(t, call{method: "DELETE", path: p + "/" + id, token: f.acme.admin, want: 404})
+		c.do(t, call{method: "GET", path: p + "/" + id, token: f.acme.admin, want: 404})
+	})
+}

@@ -61,6 +61,7 @@ type Store interface {
 	oidc.Store
 	idempotency.Store
 	identity.GroupStore
+	identity.UserDirectory
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -369,7 +370,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL,
 	})
 	p.SCIM = scim.NewService(scim.Config{
-		Store: cfg.Store, Audit: p.recorder, Events: nativeEvents{p.Events}, Clock: cfg.Clock, Logger: cfg.Logger,
+		Store: cfg.Store, Accounts: p.Identity, Audit: p.recorder, Events: nativeEvents{p.Events}, Clock: cfg.Clock, Logger: cfg.Logger,
 		Base: strings.TrimSuffix(cfg.Issuer, "/") + "/scim/v2",
 	})
 	p.EventStream = eventstream.NewService(eventstream.Config{

@@ -83,6 +83,9 @@ type Column struct {
 	// Such a column takes eq, ne and pr only (Attribute.EqOnly); other
 	// comparisons match nothing.
 	Convert func(string) (any, bool)
+	// EmptyIsNull: the column holds "" where the attribute is absent
+	// (NOT NULL columns with a default), so "" reads as absent.
+	EmptyIsNull bool
 }
 
 // SQLColumns is SQL with typed columns: cols maps dotted paths to the
@@ -198,6 +201,9 @@ func (c *compiler) access(p Path) (access, error) {
 	a := access{sqlite: c.d.Engine == SQLite}
 	if col, ok := c.cols[p.String()]; ok {
 		a.value, a.column, a.col = col.Name, true, col
+		if col.EmptyIsNull && col.Kind != Bool {
+			a.value = "NULLIF(" + col.Name + ", '')"
+		}
 		return a, nil
 	}
 	if a.sqlite {

@@ -102,11 +102,17 @@ func contractSCIM(t *testing.T, c *contract, f fixture) {
 		c.do(t, cl)
 		c.do(t, scimCall("GET", b+"/Groups/"+gid+"?attributes=displayName", key, nil, 200))
 		c.do(t, scimCall("GET", b+"/Groups/nope", key, nil, 404))
-		// A group over 20,000 members is read only without them.
-		big := identity.Group{ID: "big", TenantID: f.acme.id, DisplayName: "Everyone", Version: 1, CreatedAt: c.clock.Now(), UpdatedAt: c.clock.Now()}
+		// A group over 20,000 members is read only without them (in a
+		// tenant of its own, so that the other areas' counts of acme's
+		// users stay as they are).
+		_, tb := c.do(t, call{method: "POST", path: "/api/v1/admin/tenants", token: f.root, body: jsonBody(map[string]string{"name": "Big", "code": "BIGG000001"}), want: 201})
+		bigTenant := decode[map[string]any](t, tb)["id"].(string)
+		_, kb := c.do(t, call{method: "POST", path: "/api/v1/admin/tenants/" + bigTenant + "/api-keys", token: f.root, body: jsonBody(map[string]any{"name": "scim", "areas": []string{"scim"}}), want: 201})
+		key := decode[map[string]any](t, kb)["key"].(string)
+		big := identity.Group{ID: "big", TenantID: bigTenant, DisplayName: "Everyone", Version: 1, CreatedAt: c.clock.Now(), UpdatedAt: c.clock.Now()}
 		var ids []identity.ObjectID
 		for i := range identity.MaxGroupMembers + 1 {
-			u := identity.User{ID: identity.NewObjectID(), TenantID: f.acme.id, Name: "member-" + strconv.Itoa(i), Roles: []string{"user"}, CreatedAt: c.clock.Now()}
+			u := identity.User{ID: identity.NewObjectID(), TenantID: bigTenant, Name: "member-" + strconv.Itoa(i), PasswordScheme: "none", Roles: []string{"user"}, CreatedAt: c.clock.Now()}
 			if err := c.store.CreateUser(t.Context(), u); err != nil {
 				t.Fatal(err)
 			}
@@ -119,9 +125,7 @@ func contractSCIM(t *testing.T, c *contract, f fixture) {
 		c.do(t, scimCall("GET", b+"/Groups/big?excludedAttributes=members", key, nil, 200))
 		c.do(t, scimCall("GET", b+"/Groups?excludedAttributes=members&filter=displayName+eq+%22Everyone%22", key, nil, 200))
 		c.do(t, scimCall("GET", b+"/Groups?filter=displayName+eq+%22Everyone%22", key, nil, 400))
-		if err := c.store.DeleteGroup(t.Context(), f.acme.id, "big", 0); err != nil {
-			t.Fatal(err)
-		}
+
 	})
 	t.Run("replace group", func(t *testing.T) {
 		c.do(t, scimCall("PUT", b+"/Groups/"+gid, key, group("Sales EMEA", f.userID), 200))
@@ -148,6 +152,72 @@ func contractSCIM(t *testing.T, c *contract, f fixture) {
 		big.req = reqInvalid
 		c.do(t, big)
 	})
+	var uid string
+	user := func(name string) []byte {
+		return jsonBody(map[string]any{"schemas": []string{"urn:ietf:params:scim:schemas:core:2.0:User"}, "userName": name, "password": "scim-password-1",
+			"emails": []any{map[string]any{"value": name + "@acme.example", "type": "work", "primary": true}}, "name": map[string]any{"givenName": "G", "familyName": "F"},
+			"urn:ietf:params:scim:schemas:extension:enterprise:2.0:User": map[string]any{"employeeNumber": "7"}})
+	}
+	t.Run("create user", func(t *testing.T) {
+		_, body := c.do(t, scimCall("POST", b+"/Users", key, user("scim-ann"), 201))
+		uid = decode[map[string]any](t, body)["id"].(string)
+		c.do(t, scimCall("POST", b+"/Users", key, user("scim-bob"), 201))
+		c.do(t, scimCall("POST", b+"/Users", key, user("SCIM-ANN"), 409))
+		badType := scimCall("POST", b+"/Users", key, jsonBody(map[string]any{"schemas": []string{"urn:ietf:params:scim:schemas:core:2.0:User"}, "userName": 7}), 400)
+		badType.req = reqInvalid
+		c.do(t, badType)
+		big := scimCall("POST", b+"/Users", key, oversized(), 413)
+		big.req = reqInvalid
+		c.do(t, big)
+	})
+	t.Run("list and search users", func(t *testing.T) {
+		_, body := c.do(t, scimCall("GET", b+"/Users?filter="+strings.ReplaceAll(`userName eq "Scim-Ann"`, " ", "+"), key, nil, 200))
+		if l := decode[map[string]any](t, body); l["totalResults"] != 1.0 {
+			t.Errorf("userName eq: %s", body)
+		}
+		c.do(t, scimCall("GET", b+"/Users?sortBy=userName&count=1&attributes=userName", key, nil, 200))
+		c.do(t, scimCall("GET", b+"/Users?filter=password+eq+%22x%22", key, nil, 400))
+		c.do(t, scimCall("POST", b+"/Users/.search", key, jsonBody(map[string]any{"schemas": []string{scimSearchURN}, "filter": `emails[type eq "work"]`, "sortBy": "emails"}), 200))
+		c.do(t, scimCall("POST", b+"/Users/.search", key, jsonBody(map[string]any{"schemas": []string{scimSearchURN}, "sortBy": "password"}), 400))
+		big := scimCall("POST", b+"/Users/.search", key, oversized(), 413)
+		big.req = reqInvalid
+		c.do(t, big)
+	})
+	t.Run("get user", func(t *testing.T) {
+		resp, _ := c.do(t, scimCall("GET", b+"/Users/"+uid, key, nil, 200))
+		cl := scimCall("GET", b+"/Users/"+uid, key, nil, 304)
+		cl.header = http.Header{"If-None-Match": {resp.Header.Get("ETag")}}
+		c.do(t, cl)
+		c.do(t, scimCall("GET", b+"/Users/nope", key, nil, 404))
+		bad := scimCall("GET", b+"/Users/"+uid+"?count=x", key, nil, 400)
+		bad.req = reqInvalid
+		c.do(t, bad)
+	})
+	t.Run("replace user", func(t *testing.T) {
+		c.do(t, scimCall("PUT", b+"/Users/"+uid, key, user("scim-ann"), 200))
+		c.do(t, scimCall("PUT", b+"/Users/"+uid, key, user("scim-bob"), 409))
+		c.do(t, scimCall("PUT", b+"/Users/"+uid, key, jsonBody(map[string]any{"schemas": []string{"urn:ietf:params:scim:schemas:core:2.0:User"}}), 400))
+		c.do(t, scimCall("PUT", b+"/Users/AAAAAAAAAAAAAAAAAAAAAA", key, user("x"), 404))
+		cl := scimCall("PUT", b+"/Users/"+uid, key, user("scim-ann"), 412)
+		cl.header = http.Header{"If-Match": {`W/"99"`}}
+		c.do(t, cl)
+		big := scimCall("PUT", b+"/Users/"+uid, key, oversized(), 413)
+		big.req = reqInvalid
+		c.do(t, big)
+	})
+	t.Run("patch user", func(t *testing.T) {
+		c.do(t, scimCall("PATCH", b+"/Users/"+uid, key, patch(map[string]any{"op": "Replace", "path": "active", "value": "False"}), 200))
+		c.do(t, scimCall("PATCH", b+"/Users/"+uid, key, patch(map[string]any{"op": "replace", "value": map[string]any{"active": true, "name.givenName": "Ann"}}), 200))
+		c.do(t, scimCall("PATCH", b+"/Users/"+uid, key, patch(map[string]any{"op": "replace", "path": "userName", "value": "SCIM-BOB"}), 409))
+		c.do(t, scimCall("PATCH", b+"/Users/"+uid, key, patch(map[string]any{"op": "replace", "path": "id", "value": "x"}), 400))
+		c.do(t, scimCall("PATCH", b+"/Users/nope", key, patch(map[string]any{"op": "add", "path": "nickName", "value": "x"}), 404))
+		cl := scimCall("PATCH", b+"/Users/"+uid, key, patch(map[string]any{"op": "add", "path": "nickName", "value": "x"}), 412)
+		cl.header = http.Header{"If-Match": {`W/"1"`}}
+		c.do(t, cl)
+		big := scimCall("PATCH", b+"/Users/"+uid, key, oversized(), 413)
+		big.req = reqInvalid
+		c.do(t, big)
+	})
 	t.Run("not implemented", func(t *testing.T) {
 		c.do(t, scimCall("POST", b+"/Bulk", key, []byte(`{}`), 501))
 		for _, m := range []string{"GET", "DELETE"} {
@@ -168,6 +238,9 @@ func contractSCIM(t *testing.T, c *contract, f fixture) {
 		{"POST", b + "/Groups/.search", jsonBody(map[string]any{"schemas": []string{scimSearchURN}})}, {"POST", b + "/Groups", group("G")},
 		{"GET", b + "/Groups/" + gid, nil}, {"PUT", b + "/Groups/" + gid, group("G")}, {"PATCH", b + "/Groups/" + gid, patch(map[string]any{"op": "add", "path": "externalId", "value": "e"})},
 		{"DELETE", b + "/Groups/" + gid, nil}, {"POST", b + "/Bulk", []byte(`{}`)},
+		{"GET", b + "/Users", nil}, {"POST", b + "/Users/.search", jsonBody(map[string]any{"schemas": []string{scimSearchURN}})}, {"POST", b + "/Users", user("u")},
+		{"GET", b + "/Users/" + uid, nil}, {"PUT", b + "/Users/" + uid, user("u")}, {"PATCH", b + "/Users/" + uid, patch(map[string]any{"op": "add", "path": "nickName", "value": "n"})},
+		{"DELETE", b + "/Users/" + uid, nil},
 		{"GET", b + "/Me", nil}, {"POST", b + "/Me", []byte(`{}`)}, {"PUT", b + "/Me", []byte(`{}`)}, {"PATCH", b + "/Me", []byte(`{}`)}, {"DELETE", b + "/Me", nil},
 	}
 	t.Run("credentials", func(t *testing.T) {
@@ -188,6 +261,13 @@ func contractSCIM(t *testing.T, c *contract, f fixture) {
 		for _, r := range routes {
 			c.do(t, scimCall(r.method, r.path, burst, r.body, 429))
 		}
+	})
+	t.Run("delete user", func(t *testing.T) {
+		cl := scimCall("DELETE", b+"/Users/"+uid, key, nil, 412)
+		cl.header = http.Header{"If-Match": {`W/"1"`}}
+		c.do(t, cl)
+		c.do(t, scimCall("DELETE", b+"/Users/"+uid, key, nil, 204))
+		c.do(t, scimCall("DELETE", b+"/Users/"+uid, key, nil, 404))
 	})
 	t.Run("delete group", func(t *testing.T) {
 		cl := scimCall("DELETE", b+"/Groups/"+gid, key, nil, 412)

@@ -33,6 +33,13 @@ func (s *Server) registerSCIM() {
 	s.handle("GET", b+"/ResourceTypes/{resourceType}", a, s.scimResourceType)
 	s.handle("GET", b+"/Schemas", a, s.scimSchemas)
 	s.handle("GET", b+"/Schemas/{schemaUrn}", a, s.scimSchema)
+	s.handle("GET", b+"/Users", a, s.scimListUsers)
+	s.handle("POST", b+"/Users/.search", a, s.scimSearchUsers)
+	s.handle("POST", b+"/Users", a, s.scimCreateUser)
+	s.handle("GET", b+"/Users/{userId}", a, s.scimGetUser)
+	s.handle("PUT", b+"/Users/{userId}", a, s.scimReplaceUser)
+	s.handle("PATCH", b+"/Users/{userId}", a, s.scimPatchUser)
+	s.handle("DELETE", b+"/Users/{userId}", a, s.scimDeleteUser)
 	s.handle("GET", b+"/Groups", a, s.scimListGroups)
 	s.handle("POST", b+"/Groups/.search", a, s.scimSearchGroups)
 	s.handle("POST", b+"/Groups", a, s.scimCreateGroup)
@@ -379,4 +386,94 @@ func (l *rateLimiter) allow(key string, now time.Time) (time.Duration, bool) {
 	}
 	b.tokens--
 	return 0, true
+}
+
+func (s *Server) scimListUsers(w http.ResponseWriter, r *http.Request) error {
+	q, err := scim.ParseListQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	out, err := s.p.SCIM.ListUsers(r.Context(), principal(r), q)
+	if err != nil {
+		return err
+	}
+	writeSCIM(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) scimSearchUsers(w http.ResponseWriter, r *http.Request) error {
+	body, err := scimBody(r)
+	if err != nil {
+		return err
+	}
+	q, err := scim.DecodeSearch(body)
+	if err != nil {
+		return err
+	}
+	out, err := s.p.SCIM.ListUsers(r.Context(), principal(r), q)
+	if err != nil {
+		return err
+	}
+	writeSCIM(w, http.StatusOK, out)
+	return nil
+}
+
+func (s *Server) scimGetUser(w http.ResponseWriter, r *http.Request) error {
+	q, err := scim.ParseListQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	doc, err := s.p.SCIM.GetUser(r.Context(), principal(r), r.PathValue("userId"), q.Attributes, q.ExcludedAttributes)
+	if err != nil {
+		return err
+	}
+	writeResource(w, r, http.StatusOK, doc)
+	return nil
+}
+
+func (s *Server) scimCreateUser(w http.ResponseWriter, r *http.Request) error {
+	body, err := scimBody(r)
+	if err != nil {
+		return err
+	}
+	doc, err := s.p.SCIM.CreateUser(r.Context(), principal(r), body)
+	if err != nil {
+		return err
+	}
+	writeResource(w, r, http.StatusCreated, doc)
+	return nil
+}
+
+func (s *Server) scimReplaceUser(w http.ResponseWriter, r *http.Request) error {
+	body, err := scimBody(r)
+	if err != nil {
+		return err
+	}
+	doc, err := s.p.SCIM.ReplaceUser(r.Context(), principal(r), r.PathValue("userId"), body, r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	writeResource(w, r, http.StatusOK, doc)
+	return nil
+}
+
+func (s *Server) scimPatchUser(w http.ResponseWriter, r *http.Request) error {
+	body, err := scimBody(r)
+	if err != nil {
+		return err
+	}
+	doc, err := s.p.SCIM.PatchUser(r.Context(), principal(r), r.PathValue("userId"), body, r.Header.Get("If-Match"))
+	if err != nil {
+		return err
+	}
+	writeResource(w, r, http.StatusOK, doc)
+	return nil
+}
+
+func (s *Server) scimDeleteUser(w http.ResponseWriter, r *http.Request) error {
+	if err := s.p.SCIM.DeleteUser(r.Context(), principal(r), r.PathValue("userId"), r.Header.Get("If-Match")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
@@ -137,5 +138,65 @@ func TestSCIMRateLimit(t *testing.T) {
 	}
 	if r := e.Do("GET", "/scim/v2/ServiceProviderConfig", nil, other); r.Status != 200 {
 		t.Errorf("another credential is limited too: %d", r.Status)
+	}
+}
+
+// TestSCIMDeactivation: active false refuses the user's tokens, logins and
+// refresh tokens at once (R19 in one process; store/postgres checks three),
+// answering a login as a wrong password does; reactivation restores the
+// logins but no token issued before.
+func TestSCIMDeactivation(t *testing.T) {
+	e := latchkeytest.New(t)
+	a := e.NewTenant("Acme")
+	key := scimKey(e, a)
+	u := e.Do("POST", "/scim/v2/Users", map[string]any{"schemas": []string{"urn:ietf:params:scim:schemas:core:2.0:User"}, "userName": "leaver", "password": "leaver-password"}, key)
+	if u.Status != 201 {
+		t.Fatalf("create: %d %s", u.Status, u.Body)
+	}
+	id := u.JSON()["id"].(string)
+	login := func() latchkeytest.Response {
+		return e.Do("POST", "/api/v1/auth/tokens/", map[string]any{"name": "leaver", "password": "leaver-password", "auth_domain": a.Code})
+	}
+	tok := login()
+	if tok.Status != 200 {
+		t.Fatalf("login: %d %s", tok.Status, tok.Body)
+	}
+	jwt, refresh := tok.JSON()["jwt"].(string), tok.JSON()["refresh_token"].(string)
+	userKey := "Authorization: Bearer " + e.APIKey(a, id, identity.AreaSCIM)
+	if r := e.Do("GET", "/api/v1/me/passkeys", nil, bearer(jwt)); r.Status != 200 {
+		t.Fatalf("the token before: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do("GET", "/scim/v2/ServiceProviderConfig", nil, userKey); r.Status != 200 {
+		t.Fatalf("the user's API key before: %d %s", r.Status, r.Body)
+	}
+	deactivate := func(v string) {
+		t.Helper()
+		r := e.Do("PATCH", "/scim/v2/Users/"+id, map[string]any{"schemas": []string{"urn:ietf:params:scim:api:messages:2.0:PatchOp"},
+			"Operations": []any{map[string]any{"op": "Replace", "path": "active", "value": v}}}, key)
+		if r.Status != 200 || r.JSON()["active"] != (v == "True") {
+			t.Fatalf("active %s: %d %s", v, r.Status, r.Body)
+		}
+	}
+	deactivate("False")
+	if r := e.Do("GET", "/api/v1/me/passkeys", nil, bearer(jwt)); r.Status != 401 || !strings.Contains(r.Header.Get("WWW-Authenticate"), "invalid_token") {
+		t.Errorf("the token after: %d %q", r.Status, r.Header.Get("WWW-Authenticate"))
+	}
+	wrong := e.Do("POST", "/api/v1/auth/tokens/", map[string]any{"name": "leaver", "password": "not-the-password", "auth_domain": a.Code})
+	if r := login(); r.Status != 401 || wrong.Status != 401 || r.JSON()["message"] != wrong.JSON()["message"] || r.JSON()["code"] != wrong.JSON()["code"] {
+		t.Errorf("login after: %d %s (a wrong password: %s)", r.Status, r.Body, wrong.Body)
+	}
+	if r := e.Do("POST", "/api/v1/auth/tokens/", map[string]any{"grant_type": "refresh_token", "refresh_token": refresh}); r.Status != 401 {
+		t.Errorf("refresh after: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do("GET", "/scim/v2/ServiceProviderConfig", nil, userKey); r.Status != 401 {
+		t.Errorf("the user's API key after: %d %s", r.Status, r.Body)
+	}
+	e.Clock.Advance(2 * time.Second) // a new token's iat is after the revocation
+	deactivate("True")
+	if r := login(); r.Status != 200 {
+		t.Errorf("login after reactivation: %d %s", r.Status, r.Body)
+	}
+	if r := e.Do("GET", "/api/v1/me/passkeys", nil, bearer(jwt)); r.Status != 401 {
+		t.Errorf("the old token after reactivation: %d", r.Status)
 	}
 }

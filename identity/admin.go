@@ -99,12 +99,13 @@ func (s *Service) GetTenant(ctx context.Context, p Principal, tenantID string) (
 
 // SettingsPatch changes some of a tenant's settings; nil fields are kept.
 type SettingsPatch struct {
-	FIDOImportEnabled            *bool     `json:"fidoImportEnabled"`
-	PlanFeatures                 *[]string `json:"planFeatures"`
-	NotificationRetentionSeconds *int64    `json:"notificationRetentionSeconds"`
-	WebAuthn                     *WebAuthn `json:"webauthn"`
-	AttestationPolicy            *string   `json:"attestationPolicy"`
-	MaxTokensPerUser             *int      `json:"maxTokensPerUser"`
+	FIDOImportEnabled            *bool         `json:"fidoImportEnabled"`
+	PlanFeatures                 *[]string     `json:"planFeatures"`
+	NotificationRetentionSeconds *int64        `json:"notificationRetentionSeconds"`
+	WebAuthn                     *WebAuthn     `json:"webauthn"`
+	AttestationPolicy            *string       `json:"attestationPolicy"`
+	MaxTokensPerUser             *int          `json:"maxTokensPerUser"`
+	SCIM                         *SCIMSettings `json:"scim"`
 }
 
 // MaxRetentionSeconds bounds a tenant's notification retention (30 days).
@@ -166,6 +167,9 @@ func (s *Service) UpdateSettings(ctx context.Context, p Principal, tenantID stri
 			return fail(fault.E(fault.Invalid, fault.Field("maxTokensPerUser"), fmt.Sprintf("maxTokensPerUser must be between 1 and %d", MaxTokensPerUserLimit)))
 		}
 		st.MaxTokensPerUser = *n
+	}
+	if patch.SCIM != nil {
+		st.SCIM = &SCIMSettings{EmailsVerified: patch.SCIM.EmailsVerified}
 	}
 	if err := s.st.UpdateTenantSettings(ctx, tenantID, st); err != nil {
 		return fail(err)
@@ -397,6 +401,14 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, key string) (Principal
 	}
 	p := Principal{Kind: KindAPIKey, TenantID: t.ID, TenantCode: t.Code, Areas: k.Areas, APIKeyID: k.ID}
 	if k.UserID != nil {
+		// A key bound to a user serves only while the user is active
+		// (and exists): deactivation refuses it at once, everywhere.
+		u, err := s.st.GetUser(ctx, t.ID, *k.UserID)
+		if fault.Is(fault.NotFound, err) || err == nil && u.Inactive {
+			return Principal{}, fault.E(fault.Unauthenticated, "invalid API key")
+		} else if err != nil {
+			return Principal{}, err
+		}
 		p.UserID = k.UserID.String()
 	}
 	return p, nil

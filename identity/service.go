@@ -242,7 +242,8 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, action st
 	if verr != nil {
 		return Tenant{}, User{}, meta, verr
 	}
-	if !ok {
+	// A deactivated user's right password answers as a wrong one does.
+	if !ok || u.Inactive {
 		s.cfg.Throttle.Fail(key, now)
 		return Tenant{}, User{}, meta, s.record(ctx, t.ID, action, errBadCredentials, meta)
 	}
@@ -267,6 +268,9 @@ func (s *Service) UserToken(ctx context.Context, tenantID string, userID ObjectI
 	if err != nil {
 		return "", time.Time{}, err
 	}
+	if u.Inactive {
+		return "", time.Time{}, errBadCredentials
+	}
 	roles, err := s.EffectiveRoles(ctx, t.ID, u.ID, u.Roles)
 	if err != nil {
 		return "", time.Time{}, err
@@ -275,6 +279,9 @@ func (s *Service) UserToken(ctx context.Context, tenantID string, userID ObjectI
 }
 
 func (s *Service) issueUserToken(ctx context.Context, t Tenant, u User) (TokenResponse, error) {
+	if u.Inactive { // every sign-in (passkey, refresh, upstream) ends here
+		return TokenResponse{}, errBadCredentials
+	}
 	ttl := s.cfg.PlatformTokenTTL
 	roles, err := s.EffectiveRoles(ctx, t.ID, u.ID, u.Roles)
 	if err != nil {

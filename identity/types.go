@@ -99,6 +99,20 @@ type Settings struct {
 	// hold: 1 to MaxTokensPerUserLimit, DefaultMaxTokensPerUser unless
 	// set (also for tenants stored before the setting existed).
 	MaxTokensPerUser int `json:"maxTokensPerUser"`
+	// SCIM configures SCIM provisioning; nil is the defaults.
+	SCIM *SCIMSettings `json:"scim,omitempty"`
+}
+
+// SCIMSettings configure SCIM provisioning of a tenant.
+type SCIMSettings struct {
+	// EmailsVerified, unless false, makes the primary email a SCIM client
+	// sets count as verified: the directory vouches for its addresses.
+	EmailsVerified *bool `json:"emailsVerified,omitempty"`
+}
+
+// SCIMEmailsVerified reports the scim.emailsVerified setting (default true).
+func (s Settings) SCIMEmailsVerified() bool {
+	return s.SCIM == nil || s.SCIM.EmailsVerified == nil || *s.SCIM.EmailsVerified
 }
 
 const (
@@ -253,8 +267,15 @@ type User struct {
 	ExternalID string
 	// Inactive is SCIM's active = false. The zero value is an active user,
 	// so that no code path creates a disabled user by forgetting a field.
-	Inactive  bool
+	Inactive bool
+	// Profile holds the SCIM attributes that have no field of their own
+	// (package scim reads and writes it), as a JSON object; nil is none.
+	Profile json.RawMessage
+	// Version counts the user's changes, from 1 (SCIM's ETag); UpdatedAt
+	// is the last change (zero: never changed since CreatedAt).
+	Version   int64
 	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Active reports SCIM's active attribute: true unless deactivated.

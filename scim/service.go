@@ -19,7 +19,9 @@ import (
 // Store is what the SCIM service reads and writes.
 type Store interface {
 	identity.GroupStore
+	identity.UserDirectory
 	GetUser(ctx context.Context, tenantID string, id identity.ObjectID) (identity.User, error)
+	CreateUser(ctx context.Context, u identity.User) error
 }
 
 // EventSink appends a native event (package events' EmitNative) to a
@@ -30,8 +32,9 @@ type EventSink interface {
 
 // Config configures a Service.
 type Config struct {
-	Store  Store
-	Audit  audit.Sink
+	Store    Store
+	Accounts Accounts // users' passwords, revocations and roles
+	Audit    audit.Sink
 	Events EventSink // nil: no native events
 	Clock  clock.Clock
 	Logger *slog.Logger

@@ -300,7 +300,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		}
 		icfg := identity.Config{
 			Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-			Hasher:           hasher,
+			Hasher: hasher, Sealer: sealer,
 			PlatformTokenTTL: cfg.PlatformTokenTTL,
 		}
 		// A store several processes share (a Locker) also shares the DPoP

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,4 +120,42 @@ func contractAdminLists(t *testing.T, c *contract, f fixture) {
 		c.do(t, call{method: "DELETE", path: p + "/" + id, token: f.acme.admin, want: 404})
 		c.do(t, call{method: "GET", path: p + "/" + id, token: f.acme.admin, want: 404})
 	})
+}
+
+func init() {
+	registerContractArea("users-hash-keys", contractHashKeys)
+}
+
+func contractHashKeys(t *testing.T, c *contract, f fixture) {
+	p := "/api/v1/admin/tenants/" + f.acme.id + "/password-hash-keys"
+	key := map[string]any{"algorithm": "firebase-scrypt", "signerKey": "jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA==",
+		"saltSeparator": "Bw==", "rounds": 8, "memCost": 14}
+	c.do(t, call{method: "PUT", path: p + "/default", token: f.acme.admin, body: jsonBody(key), want: 204})
+	c.do(t, call{method: "PUT", path: p + "/default", token: f.acme.admin, body: jsonBody(key), want: 204}) // replaced
+	_, body := c.do(t, call{method: "GET", path: p + "/default", token: f.acme.admin, want: 200})
+	if strings.Contains(string(body), "jxspr8") || !strings.Contains(string(body), `"rounds":8`) {
+		t.Errorf("get shows %s", body)
+	}
+	_, body = c.do(t, call{method: "GET", path: p, token: f.acme.admin, want: 200})
+	if strings.Contains(string(body), "jxspr8") || !strings.Contains(string(body), `"default"`) {
+		t.Errorf("list shows %s", body)
+	}
+	bad := map[string]any{"algorithm": "firebase-scrypt", "signerKey": "Bw==", "rounds": 9, "memCost": 14}
+	c.do(t, call{method: "PUT", path: p + "/costly", token: f.acme.admin, body: jsonBody(bad), req: reqInvalid, want: 400})
+	c.do(t, call{method: "PUT", path: p + "/md5", token: f.acme.admin, body: jsonBody(map[string]any{"algorithm": "md5", "signerKey": "Bw==", "rounds": 1, "memCost": 1}), req: reqInvalid, want: 400})
+	c.do(t, call{method: "PUT", path: p + "/big", token: f.acme.admin, body: oversized(), req: reqInvalid, want: 413})
+	c.do(t, call{method: "PUT", path: p + "/mine", token: f.acme.user, body: jsonBody(key), want: 403})
+	c.do(t, call{method: "GET", path: p, token: f.acme.user, want: 403})
+	c.do(t, call{method: "GET", path: p + "/default", token: f.acme.user, want: 403})
+	c.do(t, call{method: "DELETE", path: p + "/default", token: f.acme.user, want: 403})
+	root := "/api/v1/admin/tenants/" + f.rootTenant + "/password-hash-keys"
+	c.do(t, call{method: "PUT", path: root + "/x", token: f.acme.admin, body: jsonBody(key), want: 404})
+	c.do(t, call{method: "GET", path: root, token: f.acme.admin, want: 404})
+	c.do(t, call{method: "GET", path: p + "/nosuchkey", token: f.acme.admin, want: 404})
+	platformUnauthenticated(t, c, f, "PUT", p+"/default", jsonBody(key))
+	platformUnauthenticated(t, c, f, "GET", p, nil)
+	platformUnauthenticated(t, c, f, "GET", p+"/default", nil)
+	platformUnauthenticated(t, c, f, "DELETE", p+"/default", nil)
+	c.do(t, call{method: "DELETE", path: p + "/default", token: f.acme.admin, want: 204})
+	c.do(t, call{method: "DELETE", path: p + "/default", token: f.acme.admin, want: 404})
 }

@@ -70,6 +70,11 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"subscriptionId": stream.JSON()["resources"].([]any)[0].(string),
 	}
 	values["clientId"], _ = e.OAuthClient(a, "", identity.ScopeAuditExport)
+	values["name"] = "firebase-of-acme-q7"
+	if r := e.Do("PUT", "/api/v1/admin/tenants/"+a.ID+"/password-hash-keys/"+values["name"], map[string]any{"algorithm": "firebase-scrypt",
+		"signerKey": "Bw==", "rounds": 8, "memCost": 14}, adminA); r.Status != http.StatusNoContent {
+		t.Fatalf("put hash key: %d %s", r.Status, r.Body)
+	}
 	// An authenticator of A's user (area C).
 	dev := authenticatortest.New("localhost", "http://localhost:8080")
 	cdj, att := dev.Register("aXNvbGF0aW9u", authenticatortest.FormatPackedSelf)
@@ -127,11 +132,12 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	}
 	// Plausible bodies, so that a refusal is about the tenant, not the body.
 	bodies := map[string]any{
-		"settings":      map[string]any{"fidoImportEnabled": false},
-		"users":         map[string]any{"name": "mallory", "password": "mallory-password"},
-		"oauth-clients": map[string]any{"name": "m", "scopes": []string{"audit:export"}},
-		"api-keys":      map[string]any{"name": "m", "areas": []string{"authenticator"}},
-		"ack":           map[string]any{"page": 1},
+		"settings":            map[string]any{"fidoImportEnabled": false},
+		"users":               map[string]any{"name": "mallory", "password": "mallory-password"},
+		"oauth-clients":       map[string]any{"name": "m", "scopes": []string{"audit:export"}},
+		"firebase-of-acme-q7": map[string]any{"algorithm": "firebase-scrypt", "signerKey": "Bw==", "rounds": 8, "memCost": 14},
+		"api-keys":            map[string]any{"name": "m", "areas": []string{"authenticator"}},
+		"ack":                 map[string]any{"page": 1},
 	}
 	param := regexp.MustCompile(`\{([A-Za-z]+)\}`)
 	checked := 0

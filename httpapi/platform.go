@@ -24,6 +24,7 @@ func (s *Server) registerPlatform() {
 	s.handle("POST", base+"/admin/tenants/{tenantId}/oauth-clients", admin.creating(), s.createOAuthClient)
 	s.handle("POST", base+"/admin/tenants/{tenantId}/api-keys", admin.creating(), s.createAPIKey)
 	s.registerAdminLists()
+	s.registerHashKeys()
 }
 
 type loginRequest struct {

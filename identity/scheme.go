@@ -37,6 +37,7 @@ var schemePrefixes = []struct{ prefix, scheme string }{
 	{"pbkdf2_sha256$", SchemePBKDF2SHA256},
 	{"pbkdf2_sha1$", SchemePBKDF2SHA1},
 	{"$scrypt$", SchemeScrypt},
+	{"$firescrypt$", SchemeFirebaseScrypt},
 	{"$firebase-scrypt$", SchemeFirebaseScrypt},
 	{"{SSHA512}", SchemeSSHA512},
 	{"{SSHA256}", SchemeSSHA256},
@@ -51,6 +52,12 @@ var schemePrefixes = []struct{ prefix, scheme string }{
 func PasswordSchemeOf(hash string) string {
 	if hash == "" {
 		return SchemeNone
+	}
+	if tag, rest, ok := strings.Cut(hash, "}"); ok && strings.HasPrefix(tag, "{") {
+		if r, ok := cutPrefixFold(hash, "{crypt}"); ok {
+			return PasswordSchemeOf(r)
+		}
+		hash = strings.ToUpper(tag) + "}" + rest
 	}
 	for _, p := range schemePrefixes {
 		if strings.HasPrefix(hash, p.prefix) {

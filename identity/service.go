@@ -16,6 +16,7 @@ import (
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/internal/ttlcache"
+	"github.com/latchkey/latchkey/seal"
 )
 
 // OAuth 2.0 error codes (RFC 6749 §5.2). Errors returned by ClientCredentials
@@ -33,6 +34,9 @@ type Config struct {
 	Store  Store
 	Keys   *KeySet
 	Hasher *Hasher
+	// Sealer seals the secrets identity keeps beside its rows (the signer
+	// keys of imported password hashes).
+	Sealer *seal.Sealer
 	Audit  audit.Sink
 	Clock  clock.Clock
 	Logger *slog.Logger
@@ -238,7 +242,7 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, action st
 	if err != nil && !fault.Is(fault.NotFound, err) {
 		return Tenant{}, User{}, meta, err
 	}
-	ok, verr := s.cfg.Hasher.Verify(ctx, u.PasswordHash, req.Password)
+	ok, verr := s.verifyPassword(ctx, t, u, req.Password)
 	if verr != nil {
 		return Tenant{}, User{}, meta, verr
 	}

@@ -38,6 +38,21 @@ type Store interface {
 	// PasswordScheme ("" for users without a password).
 	CountPasswordSchemes(ctx context.Context, tenantID string) (map[string]int, error)
 
+	// UpdatePasswordHash replaces a user's password hash with newHash (of
+	// scheme) only while it is still old (compare-and-swap), so that a
+	// password changed meanwhile survives. Conflict when the hash is no
+	// longer old; NotFound when the user is absent or in another tenant.
+	UpdatePasswordHash(ctx context.Context, tenantID string, id ObjectID, old, newHash, scheme string) error
+
+	// PutPasswordHashKey creates or replaces a tenant's named hash key.
+	PutPasswordHashKey(ctx context.Context, k PasswordHashKey) error
+	// GetPasswordHashKey returns a tenant's named hash key. NotFound if absent.
+	GetPasswordHashKey(ctx context.Context, tenantID, name string) (PasswordHashKey, error)
+	// ListPasswordHashKeys returns a tenant's hash keys in name order.
+	ListPasswordHashKeys(ctx context.Context, tenantID string) ([]PasswordHashKey, error)
+	// DeletePasswordHashKey deletes a tenant's named hash key. NotFound if absent.
+	DeletePasswordHashKey(ctx context.Context, tenantID, name string) error
+
 	// ListTenants returns a page of tenants, oldest first (q.Name and
 	// q.Code, when set, select those exactly), and the number q selects.
 	ListTenants(ctx context.Context, q ListQuery) (tenants []Tenant, total int, err error)

@@ -56,6 +56,7 @@ type Store struct {
 	signingKeys   []identity.SigningKey
 	refreshTokens map[string]identity.RefreshToken // by hex hash
 	revocations   []identity.Revocation
+	hashKeys      map[string]identity.PasswordHashKey // by tenant and name; see hashkeys.go
 
 	auditRecs map[string][]audit.Record // by tenant, in seq order
 	instances map[string][]audit.ServiceInstance

@@ -35,9 +35,9 @@ type Config struct {
 	Store    Store
 	Accounts Accounts // users' passwords, revocations and roles
 	Audit    audit.Sink
-	Events EventSink // nil: no native events
-	Clock  clock.Clock
-	Logger *slog.Logger
+	Events   EventSink // nil: no native events
+	Clock    clock.Clock
+	Logger   *slog.Logger
 	// Base is the absolute SCIM base URL ({public_url}/scim/v2), for
 	// meta.location and $ref.
 	Base string

@@ -128,6 +128,10 @@ type compiler struct {
 	cols  map[string]Column
 	args  []any
 	elems int // Has subqueries so far, naming their element aliases
+	// twoValued is set by compare when its leaf is never NULL, so that
+	// expr leaves out the COALESCE that would keep an index from serving
+	// it (userName eq on a folded column).
+	twoValued bool
 }
 
 // arg adds a parameter and returns its placeholder.
@@ -150,9 +154,14 @@ func (c *compiler) expr(b *strings.Builder, e Expr) error {
 		b.WriteByte(')')
 		return nil
 	case Compare:
+		c.twoValued = false
 		leaf, err := c.compare(e)
 		if err != nil {
 			return err
+		}
+		if c.twoValued {
+			b.WriteString(leaf)
+			return nil
 		}
 		b.WriteString("COALESCE(" + leaf + ", FALSE)")
 		return nil
@@ -295,6 +304,11 @@ func (c *compiler) compare(e Compare) (string, error) {
 			if t, err := ParseTime(e.Value.Str); err == nil && a.canon(t) != e.Value.Str {
 				cond = "(" + cond + " OR " + a.value + " = " + c.arg(a.canon(t)) + ")"
 			}
+			// A folded column compared as it is: "col IS NOT NULL AND col
+			// = $n" is never NULL, and without COALESCE its index serves
+			// it. (Only folded columns: the events' query plans rely on
+			// their columns' comparisons as they are.)
+			c.twoValued = a.column && a.col.Folded && a.value == a.col.Name
 			return "(" + a.isKind(String) + " AND " + cond + ")", nil
 		}
 		return c.order(a, "=", e.Value)

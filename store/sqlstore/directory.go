@@ -166,7 +166,13 @@ func (s *Store) QueryUsers(ctx context.Context, q identity.UserQuery) ([]identit
 	if order != "" {
 		order += dir + ", "
 	}
-	order += "id" + dir
+	idCol := "id"
+	if q.Filter != nil && order == "" && s.d.Filter == filter.SQLite {
+		// Ordering by id would walk the (tenant_id, id) index over every
+		// user to skip a sort; a filter (userName eq) has a better index.
+		idCol = "+id" // SQLite: unary plus keeps the planner off that index
+	}
+	order += idCol + dir
 	n := len(args)
 	page := append(args[:n:n], q.Limit, q.Offset)
 	return countedPage(ctx, s, scanUserRow, `SELECT count(*) FROM users WHERE `+where, args,

@@ -14,3 +14,5 @@ ALTER TABLE users ADD COLUMN updated_at INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE users ADD COLUMN name_key TEXT NOT NULL DEFAULT '';
 UPDATE users SET name_key = lower(name);
 CREATE INDEX users_by_name_key ON users (tenant_id, name_key);
+-- SCIM's pages in id order (its default) walk one index, the count too.
+CREATE INDEX users_by_tenant_id ON users (tenant_id, id);

@@ -32,6 +32,7 @@ import (
 	"github.com/latchkey/latchkey/identity/clients"
 	"github.com/latchkey/latchkey/internal/tracing"
 	"github.com/latchkey/latchkey/metrics"
+	"github.com/latchkey/latchkey/mfa"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/oidc"
 	"github.com/latchkey/latchkey/scim"
@@ -62,6 +63,11 @@ type Store interface {
 	idempotency.Store
 	identity.GroupStore
 	identity.UserDirectory
+	mfa.Store
+	identity.ThrottleStore
+	// EndUserSessions ends a user's refresh tokens and browser sessions
+	// (mfa.Sessions): a first second factor does.
+	EndUserSessions(ctx context.Context, tenantID string, user identity.ObjectID, now time.Time) error
 }
 
 // Config configures a Platform. Store and MasterKey are required.
@@ -244,6 +250,10 @@ type Platform struct {
 	// SCIM is the SCIM 2.0 service provider (beyond the specification):
 	// identity providers create, change and disable users and groups.
 	SCIM *scim.Service
+	// MFA is multi-factor sign-in and step-up: TOTP devices, recovery
+	// codes, the second step of logins, tenant policy (beyond the
+	// specification; API-mfa.md).
+	MFA *mfa.Service
 
 	streamEngine *eventstream.Engine
 
@@ -302,6 +312,9 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 			Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 			Hasher: hasher, Sealer: sealer,
 			PlatformTokenTTL: cfg.PlatformTokenTTL,
+			// The login throttle is counted in the store, so that it
+			// holds across every process sharing it (API-mfa.md, R14).
+			Throttles: cfg.Store,
 		}
 		// A store several processes share (a Locker) also shares the DPoP
 		// replay guard, so a proof replayed to another process is refused.
@@ -359,13 +372,20 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		Store: cfg.Store, Directory: cfg.Store, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		Events: p.Events, Metadata: cfg.FIDOMetadata, Logins: p.Identity, DecoyKey: sealer.SubKey("passkey-decoy"),
 	})
+	p.MFA = mfa.NewService(mfa.Config{
+		Store: cfg.Store, Identity: p.Identity, Directory: cfg.Store, FIDO: fidoFactors{p.Authenticators},
+		Hasher: hasher, Sealer: sealer, TagKey: sealer.SubKey("mfa-recovery-tag"), Audit: p.recorder,
+		Events: p.Events, Sessions: cfg.Store, Clock: cfg.Clock, Logger: cfg.Logger,
+	})
+	p.Identity.SetSecondFactor(p.MFA)
 	p.Guide = guide.NewService(guide.Config{
 		Store: cfg.Store, Users: p.Identity, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer, Passkeys: p.Authenticators,
+		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer, Passkeys: p.Authenticators, SecondFactor: guideSecondFactor{p.MFA},
 		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
 	})
 	p.OIDC = oidc.NewService(oidc.Config{
-		Store: cfg.Store, Identity: p.Identity, Users: cfg.Store, Passkeys: p.Authenticators, Keys: keys, Sealer: sealer,
+		Store: cfg.Store, Identity: p.Identity, Users: cfg.Store, Passkeys: p.Authenticators, SecondFactor: hostedSecondFactor{p.MFA},
+		Keys: keys, Sealer: sealer,
 		CSRFKey: sealer.SubKey("oidc-csrf"), Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL,
 	})

@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/go-webauthn/webauthn/protocol"
 
@@ -59,7 +60,7 @@ type Logins interface {
 	LoginAllowed(ctx context.Context, t identity.Tenant, name string, meta map[string]any) error
 	LoginFailed(ctx context.Context, t identity.Tenant, name string, err error, meta map[string]any) error
 	LoginVerified(t identity.Tenant, name string)
-	LoginSucceeded(ctx context.Context, t identity.Tenant, u identity.User, meta map[string]any) (identity.TokenResponse, error)
+	LoginSucceeded(ctx context.Context, t identity.Tenant, u identity.User, a identity.Authn, meta map[string]any) (identity.TokenResponse, error)
 }
 
 // PasskeyCreation answers POST /api/v1/me/passkeys/options: the flow to
@@ -354,44 +355,69 @@ type PasskeyLoginRequest struct {
 // outcome is audited as a password login is (action auth.login, method
 // passkey).
 func (s *Service) PasskeyLogin(ctx context.Context, req PasskeyLoginRequest) (identity.TokenResponse, error) {
-	t, u, meta, err := s.checkPasskey(ctx, req)
+	t, u, a, meta, err := s.checkPasskey(ctx, req)
 	if err != nil {
 		return identity.TokenResponse{}, err
 	}
-	return s.cfg.Logins.LoginSucceeded(ctx, t, u, meta)
+	return s.cfg.Logins.LoginSucceeded(ctx, t, u, a, meta)
 }
 
 // CheckPasskey is PasskeyLogin without the tokens: it verifies the
 // assertion with the same rules, throttle and audit of failures, and
-// returns the tenant and user it proves, for a login that issues something
-// else (the interactive guide's session). Recording the success is the
-// caller's, once it has issued what the login is for.
-func (s *Service) CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, error) {
-	t, u, _, err := s.checkPasskey(ctx, PasskeyLoginRequest{FlowID: flowID, Credential: credential, RemoteAddr: remoteAddr})
+// returns the tenant and user it proves and how (amr, acr, auth_time),
+// for a login that issues something else (the interactive guide's
+// session, the hosted sign-in's). Recording the success is the caller's,
+// once it has issued what the login is for.
+func (s *Service) CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, identity.Authn, error) {
+	t, u, a, _, err := s.checkPasskey(ctx, PasskeyLoginRequest{FlowID: flowID, Credential: credential, RemoteAddr: remoteAddr})
 	if err != nil {
-		return identity.Tenant{}, identity.User{}, err
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, err
 	}
 	s.cfg.Logins.LoginVerified(t, u.Name)
-	return t, u, nil
+	return t, u, a, nil
 }
 
-func (s *Service) checkPasskey(ctx context.Context, req PasskeyLoginRequest) (identity.Tenant, identity.User, map[string]any, error) {
+// assertionAMR is the amr of a verified FIDO assertion (API-mfa.md):
+// hwk for a device-bound key (backup-eligible flag clear), swk for a
+// synced passkey, and user when the UV flag is set.
+func assertionAMR(par *protocol.ParsedCredentialAssertionData) []string {
+	flags := par.Response.AuthenticatorData.Flags
+	amr := []string{identity.AMRHardwareKey}
+	if flags.HasBackupEligible() {
+		amr[0] = identity.AMRSoftwareKey
+	}
+	if flags.HasUserVerified() {
+		amr = append(amr, identity.AMRUser)
+	}
+	return amr
+}
+
+func (s *Service) checkPasskey(ctx context.Context, req PasskeyLoginRequest) (identity.Tenant, identity.User, identity.Authn, map[string]any, error) {
+	t, u, a, meta, err := s.checkPasskeyProof(ctx, req)
+	if err != nil {
+		return t, u, a, meta, err
+	}
+	s.emitAssertion(ctx, t.ID, u.ID, a.AMR[0], "205", 0)
+	return t, u, a, meta, nil
+}
+
+func (s *Service) checkPasskeyProof(ctx context.Context, req PasskeyLoginRequest) (identity.Tenant, identity.User, identity.Authn, map[string]any, error) {
 	if s.cfg.Logins == nil {
-		return identity.Tenant{}, identity.User{}, nil, fault.E(fault.Unavailable, MsgSignInUnavailable)
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, fault.E(fault.Unavailable, MsgSignInUnavailable)
 	}
 	if strings.TrimSpace(req.FlowID) == "" {
-		return identity.Tenant{}, identity.User{}, nil, fault.E(fault.Invalid, fault.Field("flowId"), MsgFlowRequired)
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, fault.E(fault.Invalid, fault.Field("flowId"), MsgFlowRequired)
 	}
 	if len(bytes.TrimSpace(req.Credential)) == 0 || string(bytes.TrimSpace(req.Credential)) == "null" {
-		return identity.Tenant{}, identity.User{}, nil, fault.E(fault.Invalid, fault.Field("credential"), MsgCredentialMissing)
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, fault.E(fault.Invalid, fault.Field("credential"), MsgCredentialMissing)
 	}
 	par, err := protocol.ParseCredentialRequestResponseBytes(req.Credential)
 	if err != nil {
-		return identity.Tenant{}, identity.User{}, nil, fault.E(fault.Invalid, fault.Field("credential"), "The credential could not be parsed: "+libMessage(err), err)
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, fault.E(fault.Invalid, fault.Field("credential"), "The credential could not be parsed: "+libMessage(err), err)
 	}
 	code, value, ok := splitFlowID(req.FlowID)
 	if !ok {
-		return identity.Tenant{}, identity.User{}, nil, fault.E(fault.Unauthenticated, MsgFlowUnknown)
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, fault.E(fault.Unauthenticated, MsgFlowUnknown)
 	}
 	credID := base64.RawURLEncoding.EncodeToString(par.RawID)
 	meta := map[string]any{"method": "passkey", "remoteAddr": req.RemoteAddr, "authenticator": map[string]any{"id": credID}}
@@ -401,18 +427,18 @@ func (s *Service) checkPasskey(ctx context.Context, req PasskeyLoginRequest) (id
 		// is the operators' to see.
 		err = fault.E(fault.Unauthenticated, MsgFlowUnknown)
 		if root, rerr := s.cfg.Logins.ResolveTenant(ctx, identity.RootAuthDomain); rerr == nil {
-			return identity.Tenant{}, identity.User{}, nil, s.cfg.Logins.LoginFailed(ctx, root, "", err, meta)
+			return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, s.cfg.Logins.LoginFailed(ctx, root, "", err, meta)
 		}
-		return identity.Tenant{}, identity.User{}, nil, err
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, err
 	} else if err != nil {
-		return identity.Tenant{}, identity.User{}, nil, err
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, err
 	}
 	var name string
-	fail := func(err error) (identity.Tenant, identity.User, map[string]any, error) {
+	fail := func(err error) (identity.Tenant, identity.User, identity.Authn, map[string]any, error) {
 		if k := fault.KindOf(err); k == fault.Invalid || k == fault.NotFound {
 			err = fault.E(fault.Unauthenticated, fault.MessageOf(err), err)
 		}
-		return identity.Tenant{}, identity.User{}, nil, s.cfg.Logins.LoginFailed(ctx, tenant, name, err, meta)
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, s.cfg.Logins.LoginFailed(ctx, tenant, name, err, meta)
 	}
 	c, err := s.takeChallenge(ctx, tenant.ID, value, CeremonyPasskeyGet)
 	if err != nil {
@@ -459,7 +485,7 @@ func (s *Service) checkPasskey(ctx context.Context, req PasskeyLoginRequest) (id
 		return fail(fault.E(fault.Unauthenticated, fmt.Sprintf(MsgNotUsable, prev.State)))
 	}
 	if err := s.cfg.Logins.LoginAllowed(ctx, tenant, name, meta); err != nil {
-		return identity.Tenant{}, identity.User{}, nil, err
+		return identity.Tenant{}, identity.User{}, identity.Authn{}, nil, err
 	}
 	a, err := s.assertWith(ctx, tenant, c, par, prev)
 	if a.ID != "" && a.State != prev.State {
@@ -469,6 +495,10 @@ func (s *Service) checkPasskey(ctx context.Context, req PasskeyLoginRequest) (id
 		return fail(err)
 	}
 	meta["authenticator"] = map[string]any{"id": a.ID, "signatureCounter": a.SignCount}
-	meta["amr"] = []string{"hwk", "user"}
-	return tenant, user, meta, nil
+	// A passkey sign-in is two factors in one (possession of the key,
+	// and the PIN or biometric its required user verification checked)
+	// and bound to the origin: mfa, phishing-resistant.
+	amr := append(assertionAMR(par), identity.AMRMFA)
+	meta["amr"] = amr
+	return tenant, user, identity.Authn{AMR: amr, ACR: identity.ACRPhishingResistant, AuthTime: s.now().Truncate(time.Second)}, meta, nil
 }

@@ -47,7 +47,11 @@ type Error struct {
 	Kind    Kind
 	Message string // safe to show to the client
 	Field   string // the request field at fault, when there is one
-	Err     error  // the underlying cause; never shown to the client
+	// Code names the refusal more precisely than Kind in bodies that carry
+	// a machine-readable code (area A's codeDesc, e.g. MFA_REQUIRED);
+	// "" means the kind's own code.
+	Code string
+	Err  error // the underlying cause; never shown to the client
 }
 
 // Msg is a client-facing message given to E.
@@ -58,6 +62,9 @@ type Field string
 
 // Op names the operation for E.
 type Op string
+
+// Code is a machine-readable code given to E (Error.Code).
+type Code string
 
 // E builds an *Error from its arguments, in any order: an Op, a Kind, a Msg
 // (or a plain string, taken as the message), a Field, and an error (the
@@ -79,6 +86,8 @@ func E(args ...any) error {
 			e.Message = a
 		case Field:
 			e.Field = string(a)
+		case Code:
+			e.Code = string(a)
 		case *Error:
 			e.Err = a
 		case error:
@@ -98,6 +107,9 @@ func E(args ...any) error {
 		}
 		if e.Field == "" {
 			e.Field = inner.Field
+		}
+		if e.Code == "" && !kindSet {
+			e.Code = inner.Code
 		}
 	}
 	return e
@@ -162,6 +174,17 @@ func FieldOf(err error) string {
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Field
+	}
+	return ""
+}
+
+// CodeOf returns the machine-readable code of the outermost *Error in
+// err's chain (Error.Code; E gives a wrapper without a kind of its own the
+// code of what it wraps), or "".
+func CodeOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
 	}
 	return ""
 }

@@ -36,15 +36,31 @@ type Users interface {
 	// CheckPassword authenticates name and password in a tenant, with the
 	// API login's throttle, auditing failures under action.
 	CheckPassword(ctx context.Context, req identity.LoginRequest, action string) (identity.Tenant, identity.User, error)
+	// LoginVerified clears the login throttle of a completed login.
+	LoginVerified(t identity.Tenant, name string)
 	// UserToken signs a platform JWT for a user.
-	UserToken(ctx context.Context, tenantID string, userID identity.ObjectID, ttl time.Duration) (string, time.Time, error)
+	UserToken(ctx context.Context, tenantID string, userID identity.ObjectID, a identity.Authn, ttl time.Duration) (string, time.Time, error)
 }
 
 // Passkeys verifies a passkey sign-in (authenticator.Service): the
 // assertion answering a flow of the sign-in options, with the API login's
 // throttle, failures audited.
 type Passkeys interface {
-	CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, error)
+	CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, identity.Authn, error)
+}
+
+// SecondFactor verifies the second step of a multi-factor login begun
+// in the guide (package mfa, through package latchkey): the mfa_token of
+// the password step's 403 and one factor (grant types mfa_otp,
+// mfa_recovery_code, mfa_passkey), origin guide.
+type SecondFactor interface {
+	VerifyGuide(ctx context.Context, step SecondStep) (identity.Tenant, identity.User, identity.Authn, error)
+}
+
+// SecondStep is the body of a second step posted to POST /guide/session.
+type SecondStep struct {
+	GrantType, Token, OTP, RecoveryCode, FlowID, RemoteAddr string
+	Credential                                              []byte
 }
 
 // Config configures a Service. Store, Users and Audit are required.
@@ -54,6 +70,9 @@ type Config struct {
 	Audit audit.Sink
 	// Passkeys, when set, lets users log in to the guide with a passkey.
 	Passkeys Passkeys
+	// SecondFactor, when set, completes the logins of users who must give
+	// a second factor; without it their password login is refused.
+	SecondFactor SecondFactor
 
 	// Single sign-on needs these three; without them it is off.
 	Tenants   Tenants
@@ -172,11 +191,12 @@ func userMeta(sess Session) map[string]any {
 // any: it is ended, so every login gets a fresh id (no session fixation).
 // The new session id is returned once; only its hash is stored.
 func (s *Service) Login(ctx context.Context, req identity.LoginRequest, oldID string) (string, Session, error) {
+	req.Origin = identity.OriginGuide
 	t, u, err := s.cfg.Users.CheckPassword(ctx, req, ActionLogin)
 	if err != nil {
 		return "", Session{}, err
 	}
-	return s.start(ctx, t, u, MethodPassword, oldID, map[string]any{"remoteAddr": req.RemoteAddr})
+	return s.start(ctx, t, u, MethodPassword, identity.PasswordAuthn(s.now()), oldID, map[string]any{"remoteAddr": req.RemoteAddr})
 }
 
 // LoginPasskey checks a passkey sign-in (flowID and the credential of
@@ -186,15 +206,31 @@ func (s *Service) LoginPasskey(ctx context.Context, flowID string, credential []
 	if s.cfg.Passkeys == nil {
 		return "", Session{}, fault.E(fault.Unavailable, "passkey login is not configured")
 	}
-	t, u, err := s.cfg.Passkeys.CheckPasskey(ctx, flowID, credential, remoteAddr)
+	t, u, a, err := s.cfg.Passkeys.CheckPasskey(ctx, flowID, credential, remoteAddr)
 	if err != nil {
 		return "", Session{}, err
 	}
-	return s.start(ctx, t, u, MethodPasskey, oldID, map[string]any{"remoteAddr": remoteAddr})
+	return s.start(ctx, t, u, MethodPasskey, a, oldID, map[string]any{"remoteAddr": remoteAddr})
+}
+
+// LoginSecondStep completes a login whose password step answered 403
+// MFA_REQUIRED (or MFA_ENROLLMENT_REQUIRED) with the factor of step,
+// and starts a session as Login does; the session's tokens say how the
+// user signed in (acr mfa, amr pwd otp mfa, ...).
+func (s *Service) LoginSecondStep(ctx context.Context, step SecondStep, oldID string) (string, Session, error) {
+	if s.cfg.SecondFactor == nil {
+		return "", Session{}, fault.E(fault.Unavailable, "two-step verification is not configured")
+	}
+	t, u, a, err := s.cfg.SecondFactor.VerifyGuide(ctx, step)
+	if err != nil {
+		return "", Session{}, err
+	}
+	s.cfg.Users.LoginVerified(t, u.Name)
+	return s.start(ctx, t, u, MethodPassword, a, oldID, map[string]any{"remoteAddr": step.RemoteAddr, "factor": step.GrantType})
 }
 
 // start creates the session of a successful login and audits the login.
-func (s *Service) start(ctx context.Context, t identity.Tenant, u identity.User, method, oldID string, meta map[string]any) (string, Session, error) {
+func (s *Service) start(ctx context.Context, t identity.Tenant, u identity.User, method string, a identity.Authn, oldID string, meta map[string]any) (string, Session, error) {
 	if oldID != "" {
 		if old, err := s.st.GetGuideSession(ctx, HashID(oldID)); err == nil {
 			action, meta := ActionLogout, map[string]any{"reason": "replaced by a new login"}
@@ -210,7 +246,7 @@ func (s *Service) start(ctx context.Context, t identity.Tenant, u identity.User,
 	id := rand.Text() + rand.Text()
 	sess := Session{
 		IDHash: HashID(id), TenantID: t.ID, UserID: u.ID, UserName: u.Name, Method: method, CSRFToken: rand.Text(),
-		LoginAt: now, LastActivity: now, LastSeen: now,
+		AMR: a.AMR, LoginAt: now, LastActivity: now, LastSeen: now,
 	}
 	sess.ExpiresAt = s.deadline(sess)
 	if err := s.st.CreateGuideSession(ctx, sess); err != nil {
@@ -342,7 +378,7 @@ func (s *Service) Logout(ctx context.Context, id, reason string) error {
 // Token returns a short-lived platform JWT of the session's user, with
 // which the page makes its "try it out" calls.
 func (s *Service) Token(ctx context.Context, sess Session) (string, time.Time, error) {
-	return s.cfg.Users.UserToken(ctx, sess.TenantID, sess.UserID, s.cfg.TokenTTL)
+	return s.cfg.Users.UserToken(ctx, sess.TenantID, sess.UserID, sess.Authn(), s.cfg.TokenTTL)
 }
 
 // Sweep ends and audits the sessions past their limits that no request

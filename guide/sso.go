@@ -373,5 +373,5 @@ func (s *Service) SSOCallback(ctx context.Context, req SSOCallbackRequest) (stri
 	} else if err != nil {
 		return "", Session{}, err
 	}
-	return s.start(ctx, t, u, MethodSSO, req.OldID, meta)
+	return s.start(ctx, t, u, MethodSSO, identity.Authn{AMR: []string{identity.AMRPassword}, ACR: identity.ACRPassword, AuthTime: s.now().Truncate(time.Second)}, req.OldID, meta)
 }

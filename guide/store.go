@@ -17,11 +17,25 @@ type Session struct {
 	UserName  string
 	Method    string // MethodPassword, MethodSSO or MethodPasskey
 	CSRFToken string // sent back in the X-CSRF-Token header of state-changing calls
+	// AMR is how the user signed in (RFC 8176), for the acr and amr of
+	// the page's tokens; nil in sessions stored before it was kept.
+	AMR []string
 
 	LoginAt      time.Time // the last login: start of the closed-window limit
 	LastActivity time.Time // the last user activity the page reported
 	LastSeen     time.Time // the last request of the open page (its pings)
 	ExpiresAt    time.Time // when the session ends unless the page is seen again (see deadline)
+}
+
+// Authn is how the session's user signed in: its AMR (a password's when
+// it kept none, as single sign-on through a tenant's provider says
+// nothing verifiable about factors) at its last login.
+func (s Session) Authn() identity.Authn {
+	amr := s.AMR
+	if len(amr) == 0 {
+		amr = []string{identity.AMRPassword}
+	}
+	return identity.Authn{AMR: amr, ACR: identity.ACRFor(amr), AuthTime: s.LoginAt.Truncate(time.Second)}
 }
 
 // Login methods of a Session.

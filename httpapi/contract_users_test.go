@@ -159,3 +159,45 @@ func contractHashKeys(t *testing.T, c *contract, f fixture) {
 	c.do(t, call{method: "DELETE", path: p + "/default", token: f.acme.admin, want: 204})
 	c.do(t, call{method: "DELETE", path: p + "/default", token: f.acme.admin, want: 404})
 }
+
+func init() {
+	registerContractArea("users-import", contractImport)
+}
+
+func contractImport(t *testing.T, c *contract, f fixture) {
+	p := "/api/v1/admin/tenants/" + f.acme.id + "/users/import"
+	nd := "application/x-ndjson"
+	body := []byte(`{"name":"imp-1","externalId":"ext-1","passwordHash":"$2a$12$o6hx.Wog/wvFSkT/Bp/6DOxCtLRTDj7lm9on9suF/WaCGNVHbkfL6"}` + "\n" +
+		`{"name":"imp-2","passwordHash":"{SHA}qUqP5cyxm6YcTAhz05Hph5gvu9M="}` + "\n")
+	resp, out := c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: body, contentType: nd, want: 200})
+	if resp.Header.Get("Content-Type") != nd {
+		t.Errorf("content type %q", resp.Header.Get("Content-Type"))
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[0], `"status":"created"`) || !strings.Contains(lines[1], `"weak_hash"`) ||
+		!strings.Contains(lines[2], `"summary":{"created":1,"updated":0,"unchanged":0,"skipped":0,"failed":1}`) {
+		t.Errorf("answer:\n%s", out)
+	}
+	// Logs in with the imported hash.
+	login(t, c, "imp-1", "test", f.acme.code)
+	_, out = c.do(t, call{method: "POST", path: p + "?dryRun=true&onConflict=fail", token: f.acme.admin, body: body, contentType: nd, want: 200})
+	if !strings.Contains(string(out), `"status":"unchanged"`) {
+		t.Errorf("rerun: %s", out)
+	}
+	c.do(t, call{method: "POST", path: p + "?onConflict=maybe", token: f.acme.admin, body: body, contentType: nd, req: reqInvalid, want: 400})
+	c.do(t, call{method: "POST", path: p + "?dryRun=perhaps", token: f.acme.admin, body: body, contentType: nd, req: reqInvalid, want: 400})
+	c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: body, contentType: "application/json", req: reqInvalid, want: 400})
+	c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: []byte("\n"), contentType: nd, want: 400})
+	many := []byte(strings.Repeat(`{"name":"x"}`+"\n", 10_001))
+	c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: many, contentType: nd, want: 413})
+	c.do(t, call{method: "POST", path: p, token: f.acme.admin, body: []byte(strings.Repeat("a", 16<<20+1)), contentType: nd, want: 413})
+	c.do(t, call{method: "POST", path: p, token: f.acme.user, body: body, contentType: nd, want: 403})
+	c.do(t, call{method: "POST", path: "/api/v1/admin/tenants/" + f.rootTenant + "/users/import", token: f.acme.admin, body: body, contentType: nd, want: 404})
+	c.do(t, call{method: "POST", path: p, body: body, contentType: nd, req: reqInvalid, want: 401})
+	c.do(t, call{method: "POST", path: p, body: body, contentType: nd, token: "not.a.jwt", want: 401})
+	c.do(t, call{method: "POST", path: p, body: body, contentType: nd, token: oauthToken(t, c, f.client.id, f.client.secret), want: 401})
+	_, out = c.do(t, call{method: "GET", path: "/api/v1/admin/tenants/" + f.acme.id + "/users?name=imp-2", token: f.acme.admin, want: 200})
+	if !strings.Contains(string(out), `"total":0`) {
+		t.Errorf("a refused request wrote users: %s", out)
+	}
+}

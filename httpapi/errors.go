@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
@@ -100,6 +101,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 			break
 		}
 	}
+	var up *identity.StepUp
+	if errors.As(err, &up) && status == http.StatusUnauthorized {
+		// RFC 9470 §3: the token is good but the sign-in behind it is
+		// not strong or recent enough.
+		_, scheme, ok := credential(r)
+		if !ok {
+			scheme = identity.SchemeBearer
+		}
+		err = stepUpChallenge(scheme, up, err)
+	}
 	var ch *challenge
 	if errors.As(err, &ch) && (status == http.StatusUnauthorized || status == http.StatusForbidden) {
 		w.Header().Set("WWW-Authenticate", ch.header(msg))
@@ -107,7 +118,22 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 			oauthCode = ch.code // an OAuth-shaped body says what the challenge says
 		}
 	}
-	s.writeProblem(w, r, st, status, codeOf[kind], oauthCode, fault.FieldOf(err), msg)
+	code := codeOf[kind]
+	if c := fault.CodeOf(err); c != "" && status < 500 {
+		code = c
+	}
+	var extra map[string]any
+	if fe := fieldsError(nil); errors.As(err, &fe) && st == stylePlatform && status < 500 {
+		extra = fe.Fields()
+	}
+	s.writeProblemFields(w, r, st, status, code, oauthCode, fault.FieldOf(err), msg, extra)
+}
+
+// stepUpChallenge wraps a step-up refusal with the RFC 9470 challenge:
+// insufficient_user_authentication, naming the acr_values and max_age
+// that would satisfy it.
+func stepUpChallenge(scheme string, up *identity.StepUp, err error) error {
+	return &challenge{scheme: scheme, code: "insufficient_user_authentication", acr: up.ACR, maxAge: int64(up.MaxAge / time.Second), err: err}
 }
 
 // challenge carries the WWW-Authenticate challenge of a refused token
@@ -116,6 +142,10 @@ type challenge struct {
 	scheme string // Bearer or DPoP
 	code   string // invalid_token, insufficient_scope, invalid_dpop_proof; "" when no token was sent
 	scope  string // the scope needed, with insufficient_scope
+	// acr and maxAge are what an insufficient_user_authentication
+	// challenge asks for (RFC 9470 §3); empty and 0 for none.
+	acr    string
+	maxAge int64
 	err    error
 }
 
@@ -140,6 +170,12 @@ func (c *challenge) header(desc string) string {
 	}
 	if c.scope != "" {
 		b.WriteString(`, scope="` + c.scope + `"`)
+	}
+	if c.acr != "" {
+		b.WriteString(`, acr_values="` + c.acr + `"`)
+	}
+	if c.maxAge > 0 {
+		b.WriteString(`, max_age="` + strconv.FormatInt(c.maxAge, 10) + `"`)
 	}
 	return b.String()
 }
@@ -178,6 +214,12 @@ func challengeFor(scheme string, err error) error {
 // platform and notification code (codeOf), oauthCode the RFC 6749 error
 // code, field the request field at fault of a 400, if any.
 func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, st style, status int, code, oauthCode, field, msg string) {
+	s.writeProblemFields(w, r, st, status, code, oauthCode, field, msg, nil)
+}
+
+// writeProblemFields is writeProblem with extra fields beside area A's
+// {code, codeDesc, message} (the mfa_token of MFA_REQUIRED, ...).
+func (s *Server) writeProblemFields(w http.ResponseWriter, r *http.Request, st style, status int, code, oauthCode, field, msg string, extra map[string]any) {
 	traceID := audit.TraceID(r.Context())
 	if status == http.StatusUnauthorized && w.Header().Get("WWW-Authenticate") == "" {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="latchkey"`)
@@ -221,7 +263,11 @@ func (s *Server) writeProblem(w http.ResponseWriter, r *http.Request, st style, 
 		writeSCIM(w, status, map[string]any{"schemas": []string{scim.URNError}, "status": strconv.Itoa(status), "detail": msg})
 		return
 	default:
-		body = map[string]any{"code": status, "codeDesc": code, "message": msg}
+		m := map[string]any{"code": status, "codeDesc": code, "message": msg}
+		for k, v := range extra {
+			m[k] = v
+		}
+		body = m
 	}
 	if status == http.StatusTooManyRequests {
 		if secs := retryAfter(msg); secs != "" {

@@ -41,7 +41,7 @@ func FuzzEveryRouteBody(f *testing.F) {
 		})
 		var hdr []string
 		switch {
-		case r.Auth == "platform-jwt":
+		case r.Auth == "platform-jwt", r.Auth == "platform-jwt-or-mfa-enrollment":
 			hdr = append(hdr, bearer(root.AdminToken))
 		case strings.HasPrefix(r.Auth, "oauth:"):
 			hdr = append(hdr, bearer(oauth))

@@ -212,6 +212,12 @@ type guideLoginRequest struct {
 	Tenant     string          `json:"tenant"`
 	FlowID     string          `json:"flowId"`
 	Credential json.RawMessage `json:"credential"`
+	// The second step of a multi-factor login (API-mfa.md): the
+	// password step's 403 gave the mfa_token.
+	GrantType    string `json:"grant_type"`
+	MFAToken     string `json:"mfa_token"`
+	OTP          string `json:"otp"`
+	RecoveryCode string `json:"recovery_code"`
 }
 
 func (s *Server) guideLogin(w http.ResponseWriter, r *http.Request) error {
@@ -230,7 +236,10 @@ func (s *Server) guideLogin(w http.ResponseWriter, r *http.Request) error {
 		sess guide.Session
 		err  error
 	)
-	if req.FlowID != "" || len(req.Credential) > 0 {
+	if req.GrantType != "" || req.MFAToken != "" {
+		id, sess, err = s.p.Guide.LoginSecondStep(r.Context(), guide.SecondStep{GrantType: req.GrantType, Token: req.MFAToken, OTP: req.OTP,
+			RecoveryCode: req.RecoveryCode, FlowID: req.FlowID, Credential: req.Credential, RemoteAddr: r.RemoteAddr}, guideSessionID(r))
+	} else if req.FlowID != "" || len(req.Credential) > 0 {
 		id, sess, err = s.p.Guide.LoginPasskey(r.Context(), req.FlowID, req.Credential, r.RemoteAddr, guideSessionID(r))
 	} else {
 		id, sess, err = s.p.Guide.Login(r.Context(), identity.LoginRequest{Name: req.Name, Password: req.Password, AuthDomain: req.Tenant, RemoteAddr: r.RemoteAddr}, guideSessionID(r))

@@ -95,13 +95,20 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	// Discovery names no tenant's resource: the same for every tenant.
 	values["resourceType"], values["schemaUrn"] = "Group", "urn:ietf:params:scim:schemas:core:2.0:Group"
 	shared := map[string]bool{"resourceType": true, "schemaUrn": true}
+	// A TOTP device of A's administrator (the /me/mfa routes act on the
+	// caller's own: B's names A's device and must not find it).
+	totp := e.Do("POST", "/api/v1/me/mfa/totp", map[string]any{"friendlyName": "totp-of-acme-q7"}, adminA)
+	if totp.Status != http.StatusCreated {
+		t.Fatalf("create TOTP device: %d %s", totp.Status, totp.Body)
+	}
 	idFor := map[string]string{ // {id} by the area of the route
 		"/client-management/": client.ID,
 		"/vault/":             key.JSON()["id"].(string),
 		"/notification/":      sub.JSON()["id"].(string),
+		"/me/mfa/":            totp.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{values["groupId"], "group-of-acme-q7", vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], values["clientId"], "acme-q7"}
+	markers := []string{values["groupId"], "group-of-acme-q7", vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], values["clientId"], "acme-q7", idFor["/me/mfa/"]}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
@@ -119,7 +126,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 			return "Cookie: " + guideCookieB, true
 		case auth == "oidc-userinfo":
 			return bearer(oidcB), true
-		case auth == "platform-jwt":
+		case auth == "platform-jwt", auth == "platform-jwt-or-mfa-enrollment":
 			return bearer(b.AdminToken), true
 		case strings.HasPrefix(auth, "oauth:"):
 			return bearer(oauthB), true
@@ -138,6 +145,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"firebase-of-acme-q7": map[string]any{"algorithm": "firebase-scrypt", "signerKey": "Bw==", "rounds": 8, "memCost": 14},
 		"api-keys":            map[string]any{"name": "m", "areas": []string{"authenticator"}},
 		"ack":                 map[string]any{"page": 1},
+		"confirm":             map[string]any{"otp": "123456"},
 	}
 	param := regexp.MustCompile(`\{([A-Za-z]+)\}`)
 	checked := 0

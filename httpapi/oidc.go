@@ -205,6 +205,10 @@ func (s *Server) oidcSignInPage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return s.errorPage(w, r, err)
 	}
+	if pg.Second != nil {
+		s.renderSecondStep(w, http.StatusOK, pg, pg.Second, nil)
+		return nil
+	}
 	s.renderSignIn(w, http.StatusOK, pg, "")
 	return nil
 }
@@ -220,11 +224,15 @@ func (s *Server) oidcSignIn(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	in := oidc.SignInRequest{Request: form.Get("request"), CSRFToken: form.Get("csrf_token"), BrowserID: oidcBrowserID(r),
-		Username: form.Get("username"), Password: form.Get("password"), FlowID: form.Get("flowId"), RemoteAddr: r.RemoteAddr}
+		Username: form.Get("username"), Password: form.Get("password"), FlowID: form.Get("flowId"), RemoteAddr: r.RemoteAddr,
+		MFAToken: form.Get("mfa_token"), OTP: form.Get("otp"), RecoveryCode: form.Get("recovery_code"), Saved: form.Get("saved") != ""}
 	if c := form.Get("credential"); c != "" {
 		in.Credential = []byte(c)
 	}
 	res, err := s.p.OIDC.SignIn(r.Context(), in)
+	if res.Second != nil || res.Codes != nil {
+		return s.answerSecondStep(w, r, in, res, err)
+	}
 	switch k := fault.KindOf(err); {
 	case err == nil:
 	case k == fault.Unauthenticated || k == fault.TooManyRequests || (k == fault.Invalid && fault.FieldOf(err) == "username"):

@@ -13,7 +13,9 @@ import (
 func (s *Server) registerPasskeys() {
 	base := s.opts.BaseURL
 	user := s.platformJWT()
-	s.handle("POST", base+"/me/passkeys/options", user, s.passkeyCreationOptions)
+	// An enrollment mfa_token may begin a passkey's registration too: the
+	// passkey then completes the sign-in (grant_type mfa_passkey).
+	s.handle("POST", base+"/me/passkeys/options", s.platformJWTOrEnrollment(), s.passkeyCreationOptions)
 	s.handle("POST", base+"/me/passkeys", user.creating(), s.registerPasskey)
 	s.handle("GET", base+"/me/passkeys", user, s.listPasskeys)
 	s.handle("DELETE", base+"/me/passkeys/{authenticatorId}", user, s.deletePasskey)
@@ -74,16 +76,28 @@ func (s *Server) deletePasskey(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-// passkeyOptionsRequest is the body of POST {base_url}/auth/passkeys/options.
+// passkeyOptionsRequest is the body of POST {base_url}/auth/passkeys/options:
+// {auth_domain, name?} for a passkey sign-in, or {mfa_token} for a FIDO
+// second factor after a password (API-mfa.md).
 type passkeyOptionsRequest struct {
 	AuthDomain string `json:"auth_domain"`
 	Name       string `json:"name"`
+	MFAToken   string `json:"mfa_token"`
 }
 
 func (s *Server) passkeyRequestOptions(w http.ResponseWriter, r *http.Request) error {
 	var req passkeyOptionsRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
+	}
+	if req.MFAToken != "" {
+		opts, err := s.p.MFA.BeginPasskey(r.Context(), req.MFAToken)
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Cache-Control", "no-store")
+		writeJSON(w, http.StatusOK, opts)
+		return nil
 	}
 	opts, err := s.p.Authenticators.BeginPasskeyLogin(r.Context(), req.AuthDomain, req.Name)
 	if err != nil {

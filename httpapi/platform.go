@@ -8,6 +8,7 @@ import (
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/mfa"
 )
 
 func (s *Server) registerPlatform() {
@@ -25,6 +26,7 @@ func (s *Server) registerPlatform() {
 	s.handle("POST", base+"/admin/tenants/{tenantId}/api-keys", admin.creating(), s.createAPIKey)
 	s.registerAdminLists()
 	s.registerHashKeys()
+	s.registerImport()
 }
 
 type loginRequest struct {
@@ -34,9 +36,14 @@ type loginRequest struct {
 	GrantType    string `json:"grant_type"`
 	ClientID     string `json:"client_id"`
 	RefreshToken string `json:"refresh_token"`
-	// FlowID and Credential are those of grant_type passkey.
+	// FlowID and Credential are those of grant_type passkey (and
+	// mfa_passkey).
 	FlowID     string          `json:"flowId"`
 	Credential json.RawMessage `json:"credential"`
+	// The second step of a multi-factor login (API-mfa.md).
+	MFAToken     string `json:"mfa_token"`
+	OTP          string `json:"otp"`
+	RecoveryCode string `json:"recovery_code"`
 }
 
 // Grant types of POST {base_url}/auth/tokens/.
@@ -67,15 +74,20 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 		resp, err = s.clientLogin(r, req.ClientID)
 	case grantPasskey:
 		resp, err = s.p.Authenticators.PasskeyLogin(r.Context(), authenticator.PasskeyLoginRequest{FlowID: req.FlowID, Credential: req.Credential, RemoteAddr: r.RemoteAddr})
+	case mfa.GrantOTP, mfa.GrantRecoveryCode, mfa.GrantPasskey:
+		resp, err = s.secondStep(r, req)
 	default:
 		grant = "other" // a label value the caller cannot choose
-		err = fault.E(fault.Invalid, fault.Field("grant_type"), "grant_type must be client_credential, refresh_token or passkey, or absent for a password login")
+		err = fault.E(fault.Invalid, fault.Field("grant_type"), "grant_type must be client_credential, refresh_token, passkey, mfa_otp, mfa_recovery_code or mfa_passkey, or absent for a password login")
 	}
 	if err != nil {
 		s.loginFailed(grant, err)
 		return err
 	}
 	s.p.Metrics().TokenIssued(grant)
+	if resp.RecoveryCodes != nil {
+		w.Header().Set("Cache-Control", "no-store")
+	}
 	writeJSON(w, http.StatusOK, resp)
 	return nil
 }

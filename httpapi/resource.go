@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/fault"
@@ -25,6 +26,15 @@ type ResourceOptions struct {
 	// URL is the API's external origin (scheme://host[:port]), which DPoP
 	// proofs name in htu; the origin the request reached is accepted too.
 	URL string
+	// ACR, when set, is the least acr (identity.ACRMFA, ...) of the
+	// user's sign-in behind the token; MaxAge, when positive, the oldest
+	// sign-in (auth_time) accepted. A user's token that falls short gets
+	// 401 with RFC 9470's insufficient_user_authentication challenge
+	// naming them (acr_values, max_age), which the client answers by
+	// signing the user in again with them; a client's token (no user)
+	// gets 403 insufficient_scope.
+	ACR    string
+	MaxAge time.Duration
 }
 
 type callerKey struct{}
@@ -92,6 +102,17 @@ func authenticateResource(r *http.Request, p *latchkey.Platform, opts ResourceOp
 	}
 	if opts.Scope != "" && !caller.HasScope(opts.Scope) {
 		return identity.Principal{}, challenged(scheme, "insufficient_scope", opts.Scope, fault.E(fault.Forbidden, "the access token lacks scope "+opts.Scope))
+	}
+	if opts.ACR != "" || opts.MaxAge > 0 {
+		err := identity.CheckUserAuthenticationAt(caller, opts.ACR, opts.MaxAge, p.Clock().Now())
+		var up *identity.StepUp
+		switch {
+		case err == nil:
+		case errors.As(err, &up):
+			return identity.Principal{}, stepUpChallenge(scheme, up, err)
+		default:
+			return identity.Principal{}, challenged(scheme, "insufficient_scope", "", err)
+		}
 	}
 	return caller, nil
 }

@@ -124,6 +124,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerVToken()
 	s.registerAuthenticators()
 	s.registerPasskeys()
+	s.registerMFA()
 	s.registerGuide()
 	s.registerEventStream()
 	s.registerSCIM()

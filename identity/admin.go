@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/latchkey/latchkey/audit"
@@ -106,6 +107,53 @@ type SettingsPatch struct {
 	AttestationPolicy            *string       `json:"attestationPolicy"`
 	MaxTokensPerUser             *int          `json:"maxTokensPerUser"`
 	SCIM                         *SCIMSettings `json:"scim"`
+	// MFA changes the multi-factor policy; it needs the caller's step-up
+	// (an administrator enrols before requiring).
+	MFA *MFAPolicyPatch `json:"mfa"`
+}
+
+// MFAPolicyPatch changes some fields of a tenant's MFAPolicy; nil fields
+// are kept.
+type MFAPolicyPatch struct {
+	Mode                *string   `json:"mode"`
+	RequiredRoles       *[]string `json:"requiredRoles"`
+	Level               *string   `json:"level"`
+	EnrollmentGraceDays *int      `json:"enrollmentGraceDays"`
+}
+
+// apply returns old changed by m; RequiredSince moves to now when the
+// change makes more users give a second factor, or a stronger one.
+func (m MFAPolicyPatch) apply(old MFAPolicy, now time.Time) MFAPolicy {
+	p := old
+	p.RequiredRoles = slices.Clone(old.RequiredRoles)
+	if m.Mode != nil {
+		p.Mode = *m.Mode
+	}
+	if m.RequiredRoles != nil {
+		p.RequiredRoles = nonNil(slices.Compact(slices.Sorted(slices.Values(*m.RequiredRoles))))
+	}
+	if m.Level != nil {
+		p.Level = *m.Level
+	}
+	if m.EnrollmentGraceDays != nil {
+		p.EnrollmentGraceDays = *m.EnrollmentGraceDays
+	}
+	wider := p.Mode == MFARequired && old.Mode != MFARequired
+	if p.Mode == MFAOptional && old.Mode != MFARequired {
+		for _, r := range p.RequiredRoles {
+			if !slices.Contains(old.RequiredRoles, r) || old.Mode == MFAOff {
+				wider = true
+			}
+		}
+	}
+	if p.Level == MFALevelPHR && old.Level != MFALevelPHR && p.Mode != MFAOff {
+		wider = true
+	}
+	if wider {
+		t := now.UTC()
+		p.RequiredSince = &t
+	}
+	return p
 }
 
 // MaxRetentionSeconds bounds a tenant's notification retention (30 days).
@@ -168,15 +216,25 @@ func (s *Service) UpdateSettings(ctx context.Context, p Principal, tenantID stri
 		}
 		st.MaxTokensPerUser = *n
 	}
-	if patch.SCIM != nil {
-		st.SCIM = &SCIMSettings{EmailsVerified: patch.SCIM.EmailsVerified}
+	meta := map[string]any{}
+	if m := patch.MFA; m != nil {
+		if err := s.CheckStepUp(p); err != nil {
+			return Tenant{}, s.record(ctx, tenantID, "tenant.settings.update", err, nil)
+		}
+		old := t.Settings.MFAPolicy()
+		st.MFA = m.apply(old, s.now())
+		if err := checkMFAPolicy(st.MFA); err != nil {
+			return fail(err)
+		}
+		meta["mfa"] = map[string]any{"old": old, "new": st.MFA}
 	}
 	if err := s.st.UpdateTenantSettings(ctx, tenantID, st); err != nil {
 		return fail(err)
 	}
 	s.tenants.Delete(tenantID)
 	t.Settings = st
-	return t, s.record(ctx, tenantID, "tenant.settings.update", nil, map[string]any{"settings": st})
+	meta["settings"] = st
+	return t, s.record(ctx, tenantID, "tenant.settings.update", nil, meta)
 }
 
 var allRoles = []string{RoleTenantAdmin, RoleApplicationOwner, RoleUser}

@@ -205,9 +205,6 @@ type UserDirectory interface {
 	DeleteUser(ctx context.Context, tenantID string, id ObjectID, ifVersion int64) error
 	// QueryUsers returns a page of users and the number that match.
 	QueryUsers(ctx context.Context, q UserQuery) ([]User, int, error)
-	// EndUserSessions ends a user's sessions and grants: refresh tokens
-	// (platform and OpenID Provider), OpenID Provider and guide sessions.
-	EndUserSessions(ctx context.Context, tenantID string, id ObjectID) error
 }
 
 // HashPassword hashes a password with the service's argon2id parameters.

@@ -109,17 +109,20 @@ type UserAccess struct {
 	User   User
 	Scope  string
 	JTI    string
+	// Authn is how the user signed in: the token's acr, amr and
+	// auth_time (RFC 9068 §2.2.1).
+	Authn Authn
 }
 
 // IssueUserAccess signs the access token of a UserAccess, valid
 // AccessTokenTTL; it returns the token and its expiry. Nothing is audited:
 // the caller's grant is.
 func (s *Service) IssueUserAccess(ctx context.Context, a UserAccess) (string, time.Time, error) {
-	rc := registered(a.User.ID.String())
-	rc.Audience = jwt.ClaimStrings{s.cfg.Keys.Issuer()}
-	rc.ID = a.JTI
-	return s.cfg.Keys.Sign(ctx, Claims{Kind: AccessToken, TenantID: a.Tenant.ID, TenantCode: a.Tenant.Code, ClientID: a.Client.ID,
-		Scope: a.Scope, RegisteredClaims: rc}, s.cfg.AccessTokenTTL)
+	c := userClaims(a.Tenant, a.User, nil, a.Authn)
+	c.Kind, c.ClientID, c.Scope = AccessToken, a.Client.ID, a.Scope
+	c.Audience = jwt.ClaimStrings{s.cfg.Keys.Issuer()}
+	c.ID = a.JTI
+	return s.cfg.Keys.Sign(ctx, c, s.cfg.AccessTokenTTL)
 }
 
 // AccessTokenTTL is the lifetime of the access tokens the service issues.

@@ -50,6 +50,11 @@ type Config struct {
 	RefreshTokenTTL time.Duration
 	// Throttle limits failed logins; default 5 failures per 15 minutes.
 	Throttle *Throttle
+	// Throttles, when set, keeps the login throttle's counters in the
+	// store with Throttle's limits, so that they hold across every
+	// process sharing it (latchkey.New sets it); without it each process
+	// counts in Throttle.
+	Throttles ThrottleStore
 
 	// SharedReplay records every accepted DPoP proof in the Store as well
 	// as in this process's replay cache, so that a proof replayed to
@@ -84,6 +89,11 @@ type Service struct {
 	// headers; see dpop.go.
 	replay       *replayCache
 	proofHeaders *proofHeaderCache
+
+	// throttle counts failed logins (Config.Throttle or Throttles).
+	throttle loginThrottle
+	// second is asked after a verified password (SetSecondFactor).
+	second SecondFactor
 }
 
 // lookupTTL bounds how long another process's change to a tenant or OAuth
@@ -113,6 +123,10 @@ func NewService(cfg Config) *Service {
 		replay:  newReplayCache(cfg.ReplayCacheSize),
 
 		proofHeaders: &proofHeaderCache{max: proofHeaderCacheSize},
+	}
+	s.throttle = memoryThrottle{cfg.Throttle}
+	if cfg.Throttles != nil {
+		s.throttle = storedThrottle{st: cfg.Throttles, max: cfg.Throttle.MaxFailures, window: cfg.Throttle.Window}
 	}
 	s.revs.ttl = s.maxTokenTTL()
 	s.revs.empty.Store(true)
@@ -165,6 +179,10 @@ type TokenResponse struct {
 	Duration     int64  `json:"duration"` // seconds
 	TokenType    string `json:"token_type"`
 	RefreshToken string `json:"refresh_token,omitempty"`
+	// RecoveryCodesLeft follows a sign-in with a recovery code;
+	// RecoveryCodes one that enrolled a first factor (shown once).
+	RecoveryCodesLeft *int     `json:"recovery_codes_left,omitempty"`
+	RecoveryCodes     []string `json:"recovery_codes,omitempty"`
 }
 
 // ResolveTenant finds the tenant named by an auth_domain: its code (case
@@ -186,36 +204,66 @@ type LoginRequest struct {
 	Password   string
 	AuthDomain string
 	RemoteAddr string
+	// Origin is where the login's second step, if any, must be taken:
+	// OriginAPI ("" reads as it), OriginOIDC or OriginGuide.
+	Origin string
 }
 
 var errBadCredentials = fault.E(fault.Unauthenticated, "invalid name, password or auth_domain")
 
 // Login authenticates a user by name and password inside a tenant and issues
 // a platform JWT bound to that user. Failures are audited and throttled.
+// A user who must give a second factor gets the SecondFactor's refusal
+// instead (403 MFA_REQUIRED with an mfa_token, ...): the login completes
+// in its second step, and only then is the throttle cleared.
 func (s *Service) Login(ctx context.Context, req LoginRequest) (TokenResponse, error) {
-	const action = "auth.login"
-	t, u, meta, err := s.checkPassword(ctx, req, action)
+	t, u, meta, err := s.checkPassword(ctx, req, ActionLogin)
 	if err != nil {
 		return TokenResponse{}, err
 	}
-	ctx = audit.WithActor(ctx, u.ID.String(), "")
-	resp, err := s.issueUserToken(ctx, t, u)
-	if err != nil {
-		return TokenResponse{}, err
+	if s.second != nil {
+		if err := s.second.AfterPassword(ctx, t, u, originOf(req.Origin)); err != nil {
+			return TokenResponse{}, err
+		}
 	}
-	return resp, s.record(ctx, t.ID, action, nil, meta)
+	meta["method"] = "password"
+	return s.LoginSucceeded(ctx, t, u, PasswordAuthn(s.now()), meta)
+}
+
+func originOf(o string) string {
+	if o == "" {
+		return OriginAPI
+	}
+	return o
 }
 
 // CheckPassword authenticates a user by name and password inside a tenant,
 // with Login's throttle, for logins that issue something other than a
-// platform JWT (the interactive guide's sessions). Failures are audited
-// under action; recording the success is the caller's, once it has issued
-// what the login is for.
+// platform JWT (the interactive guide's sessions, the OpenID Provider's
+// browser sessions). Failures are audited under action; a user who must
+// give a second factor gets the SecondFactor's refusal (its mfa_token
+// bound to req.Origin), with the tenant and user the password proved. On
+// success the throttle is cleared; recording
+// the success is the caller's, once it has issued what the login is for.
 func (s *Service) CheckPassword(ctx context.Context, req LoginRequest, action string) (Tenant, User, error) {
 	t, u, _, err := s.checkPassword(ctx, req, action)
-	return t, u, err
+	if err != nil {
+		return t, u, err
+	}
+	if s.second != nil {
+		if err := s.second.AfterPassword(ctx, t, u, originOf(req.Origin)); err != nil {
+			return t, u, err // the password was right: who it proved, and what else is needed
+		}
+	}
+	s.LoginVerified(t, u.Name)
+	return t, u, nil
 }
 
+// checkPassword is the one password check of every login (the API's,
+// the guide's, the hosted page's): tenant, throttle, hash. It clears
+// nothing: a correct password of a user who must give a second factor
+// leaves the throttle as it was, and only a completed login clears it.
+// Unknown users, wrong passwords and throttled names answer alike.
 func (s *Service) checkPassword(ctx context.Context, req LoginRequest, action string) (Tenant, User, map[string]any, error) {
 	meta := map[string]any{"user": map[string]any{"name": req.Name}, "authDomain": req.AuthDomain, "remoteAddr": req.RemoteAddr}
 	if req.Name == "" || req.Password == "" {
@@ -234,9 +282,10 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, action st
 	}
 	now := s.now()
 	key := throttleKey(t.ID, req.Name)
-	if blocked, wait := s.cfg.Throttle.Blocked(key, now); blocked {
-		err := fault.E(fault.TooManyRequests, fmt.Sprintf("too many failed logins; try again in %d seconds", int(wait.Seconds())+1))
-		return Tenant{}, User{}, meta, s.record(ctx, t.ID, action, err, meta)
+	if wait, err := s.throttle.blocked(ctx, key, now); err != nil {
+		return Tenant{}, User{}, meta, err
+	} else if wait > 0 {
+		return Tenant{}, User{}, meta, s.record(ctx, t.ID, action, throttled(wait), meta)
 	}
 	u, err := s.st.GetUserByName(ctx, t.ID, req.Name)
 	if err != nil && !fault.Is(fault.NotFound, err) {
@@ -248,19 +297,26 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, action st
 	}
 	// A deactivated user's right password answers as a wrong one does.
 	if !ok || u.Inactive {
-		s.cfg.Throttle.Fail(key, now)
+		if err := s.throttle.fail(ctx, key, now); err != nil {
+			return Tenant{}, User{}, meta, err
+		}
 		return Tenant{}, User{}, meta, s.record(ctx, t.ID, action, errBadCredentials, meta)
 	}
-	s.cfg.Throttle.Succeed(key)
 	meta["user"] = map[string]any{"id": u.ID.String(), "name": u.Name}
 	return t, u, meta, nil
 }
 
-// UserToken signs a platform JWT for a user of tenantID, valid for ttl (at
-// most the platform token lifetime), without a refresh token: the guide
-// hands such tokens to its page for "try it out" calls. The user is read
-// afresh, so a deleted user gets none and roles are current.
-func (s *Service) UserToken(ctx context.Context, tenantID string, userID ObjectID, ttl time.Duration) (string, time.Time, error) {
+// throttled is the refusal of a throttled login.
+func throttled(wait time.Duration) error {
+	return fault.E(fault.TooManyRequests, fmt.Sprintf("too many failed logins; try again in %d seconds", int(wait.Seconds())+1))
+}
+
+// UserToken signs a platform JWT for a user of tenantID who signed in as
+// a, valid for ttl (at most the platform token lifetime), without a
+// refresh token: the guide hands such tokens to its page for "try it
+// out" calls. The user is read afresh, so a deleted user gets none and
+// roles are current.
+func (s *Service) UserToken(ctx context.Context, tenantID string, userID ObjectID, a Authn, ttl time.Duration) (string, time.Time, error) {
 	if ttl <= 0 || ttl > s.cfg.PlatformTokenTTL {
 		ttl = s.cfg.PlatformTokenTTL
 	}
@@ -279,10 +335,21 @@ func (s *Service) UserToken(ctx context.Context, tenantID string, userID ObjectI
 	if err != nil {
 		return "", time.Time{}, err
 	}
-	return s.cfg.Keys.Sign(ctx, Claims{TenantID: t.ID, TenantCode: t.Code, Roles: roles, RegisteredClaims: registered(u.ID.String())}, ttl)
+	return s.cfg.Keys.Sign(ctx, userClaims(t, u, roles, a), ttl)
 }
 
-func (s *Service) issueUserToken(ctx context.Context, t Tenant, u User) (TokenResponse, error) {
+// userClaims are the claims of a platform JWT of user u, holding roles
+// (its effective roles), signed in as a.
+func userClaims(t Tenant, u User, roles []string, a Authn) Claims {
+	c := Claims{TenantID: t.ID, TenantCode: t.Code, Roles: roles, RegisteredClaims: registered(u.ID.String()),
+		ACR: a.ACR, AMR: a.AMR}
+	if !a.AuthTime.IsZero() {
+		c.AuthTime = jwt.NewNumericDate(a.AuthTime)
+	}
+	return c
+}
+
+func (s *Service) issueUserToken(ctx context.Context, t Tenant, u User, a Authn) (TokenResponse, error) {
 	if u.Inactive { // every sign-in (passkey, refresh, upstream) ends here
 		return TokenResponse{}, errBadCredentials
 	}
@@ -291,21 +358,25 @@ func (s *Service) issueUserToken(ctx context.Context, t Tenant, u User) (TokenRe
 	if err != nil {
 		return TokenResponse{}, err
 	}
-	jwt, _, err := s.cfg.Keys.Sign(ctx, Claims{TenantID: t.ID, TenantCode: t.Code, Roles: roles, RegisteredClaims: registered(u.ID.String())}, ttl)
+	jwt, _, err := s.cfg.Keys.Sign(ctx, userClaims(t, u, roles, a), ttl)
 	if err != nil {
 		return TokenResponse{}, err
 	}
 	refresh := rand.Text() + rand.Text()
 	sum := sha256.Sum256([]byte(refresh))
 	now := s.now()
-	if err := s.st.CreateRefreshToken(ctx, RefreshToken{Hash: sum[:], TenantID: t.ID, UserID: u.ID, ExpiresAt: now.Add(s.cfg.RefreshTokenTTL), CreatedAt: now}); err != nil {
+	if err := s.st.CreateRefreshToken(ctx, RefreshToken{Hash: sum[:], TenantID: t.ID, UserID: u.ID, ExpiresAt: now.Add(s.cfg.RefreshTokenTTL), CreatedAt: now,
+		ACR: a.ACR, AMR: a.AMR, AuthTime: a.AuthTime}); err != nil {
 		return TokenResponse{}, err
 	}
 	return TokenResponse{JWT: jwt, Duration: int64(ttl / time.Second), TokenType: "Bearer", RefreshToken: refresh}, nil
 }
 
 // Refresh exchanges a refresh token for a new JWT and a new refresh token;
-// the old one is spent.
+// the old one is spent. The new tokens say what the sign-in said (acr,
+// amr, auth_time). A grant below what the tenant now requires of its
+// user is refused with the SecondFactor's answer (403 MFA_REQUIRED and an
+// mfa_token): the token is spent all the same.
 func (s *Service) Refresh(ctx context.Context, refreshToken string) (TokenResponse, error) {
 	if refreshToken == "" {
 		return TokenResponse{}, fault.E(fault.Invalid, fault.Field("refresh_token"), "refresh_token is required")
@@ -325,12 +396,21 @@ func (s *Service) Refresh(ctx context.Context, refreshToken string) (TokenRespon
 	if err != nil {
 		return TokenResponse{}, fault.E(fault.Unauthenticated, "invalid or expired refresh_token", err)
 	}
+	a := Authn{ACR: rt.ACR, AMR: rt.AMR, AuthTime: rt.AuthTime}
+	if a.ACR == "" { // stored before sign-ins were recorded: a password's
+		a = Authn{ACR: ACRPassword, AMR: []string{AMRPassword}, AuthTime: rt.CreatedAt.Truncate(time.Second)}
+	}
+	if s.second != nil {
+		if err := s.second.AfterRefresh(ctx, t, u, a, OriginAPI); err != nil {
+			return TokenResponse{}, err
+		}
+	}
 	ctx = audit.WithActor(ctx, u.ID.String(), "")
-	resp, err := s.issueUserToken(ctx, t, u)
+	resp, err := s.issueUserToken(ctx, t, u, a)
 	if err != nil {
 		return TokenResponse{}, err
 	}
-	return resp, s.record(ctx, t.ID, "auth.refresh", nil, map[string]any{"user": map[string]any{"id": u.ID.String(), "name": u.Name}})
+	return resp, s.record(ctx, t.ID, "auth.refresh", nil, map[string]any{"user": map[string]any{"id": u.ID.String(), "name": u.Name}, "acr": a.ACR})
 }
 
 func registered(sub string) jwt.RegisteredClaims {

@@ -12,7 +12,7 @@ func TestSettingsJSONNeverNullLists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const want = `{"fidoImportEnabled":false,"planFeatures":[],"notificationRetentionSeconds":60,"webauthn":{"rpId":"x","origins":[]},"maxTokensPerUser":16}`
+	const want = `{"fidoImportEnabled":false,"planFeatures":[],"notificationRetentionSeconds":60,"webauthn":{"rpId":"x","origins":[]},"maxTokensPerUser":16,"mfa":{"mode":"optional","requiredRoles":[],"level":"mfa","enrollmentGraceDays":7}}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
 	}

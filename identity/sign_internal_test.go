@@ -83,6 +83,7 @@ func TestAppendClaimsMatchesEncodingJSON(t *testing.T) {
 		RegisteredClaims: jwt.RegisteredClaims{Issuer: "https://iss/<&>", Subject: "s\u2028", Audience: jwt.ClaimStrings{"a", "b"},
 			ExpiresAt: &jwt.NumericDate{Time: now}, NotBefore: jwt.NewNumericDate(time.Unix(-5, 0)), IssuedAt: jwt.NewNumericDate(now), ID: "j\xff"},
 		Kind: AccessToken, TenantID: "t", TenantCode: "ROOT", ClientID: "c", Scope: "a b", Roles: []string{"r1", "r\"2"},
+		ACR: "urn:latchkey:acr:mfa", AMR: []string{"pwd", "otp", "mfa"}, AuthTime: jwt.NewNumericDate(now),
 		Confirmation: &Confirmation{JKT: "k", X5TS256: "x"},
 	}
 	cases := map[string]Claims{
@@ -91,6 +92,7 @@ func TestAppendClaimsMatchesEncodingJSON(t *testing.T) {
 		"one audience":      {RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{"a"}}},
 		"empty audience":    {RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{}}, Roles: []string{}},
 		"empty cnf":         {Confirmation: &Confirmation{}},
+		"empty amr":         {AMR: []string{}, ACR: "a"},
 		"cnf x5t only":      {Confirmation: &Confirmation{X5TS256: "x"}},
 		"tenant only":       {TenantID: "t"},
 		"access token":      {RegisteredClaims: jwt.RegisteredClaims{Subject: "c", ID: "j", IssuedAt: jwt.NewNumericDate(now)}, TenantID: "t", ClientID: "c", Scope: "s"},
@@ -155,6 +157,9 @@ func FuzzAppendClaims(f *testing.F) {
 		if present&64 != 0 {
 			c.Confirmation = &Confirmation{X5TS256: aud}
 		}
+		if present&128 != 0 {
+			c.ACR, c.AMR, c.AuthTime = tid, []string{role, sub}, d
+		}
 		checkClaims(t, c)
 	})
 }
@@ -200,7 +205,7 @@ func BenchmarkSignES256(b *testing.B) {
 // jwt.RegisteredClaims gains or loses a JSON field: appendClaims writes
 // each by hand and would silently leave a new one out of every token.
 func TestAppendClaimsKnowsEveryField(t *testing.T) {
-	want := []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "tid", "tcode", "client_id", "scope", "roles", "cnf"}
+	want := []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "tid", "tcode", "client_id", "scope", "roles", "acr", "amr", "auth_time", "cnf"}
 	if diff := cmp.Diff(want, jsonFields(reflect.TypeFor[Claims]())); diff != "" {
 		t.Errorf("the JSON fields of Claims changed; update appendClaims (-written +declared):\n%s", diff)
 	}

@@ -2,11 +2,10 @@ package identity
 
 import (
 	"context"
-	"fmt"
 	"strings"
+	"time"
 
 	"github.com/latchkey/latchkey/audit"
-	"github.com/latchkey/latchkey/fault"
 )
 
 // ActionLogin is the audit action of every user login that issues a
@@ -27,9 +26,10 @@ func throttleKey(tenantID, name string) string { return tenantID + "\x00" + stri
 // ActionLogin with meta: the same throttle as password logins, so failures
 // of one kind of proof count against the other.
 func (s *Service) LoginAllowed(ctx context.Context, t Tenant, name string, meta map[string]any) error {
-	if blocked, wait := s.cfg.Throttle.Blocked(throttleKey(t.ID, name), s.now()); blocked {
-		err := fault.E(fault.TooManyRequests, fmt.Sprintf("too many failed logins; try again in %d seconds", int(wait.Seconds())+1))
-		return s.record(ctx, t.ID, ActionLogin, err, meta)
+	if wait, err := s.throttle.blocked(ctx, throttleKey(t.ID, name), s.now()); err != nil {
+		return err
+	} else if wait > 0 {
+		return s.record(ctx, t.ID, ActionLogin, throttled(wait), meta)
 	}
 	return nil
 }
@@ -40,26 +40,34 @@ func (s *Service) LoginAllowed(ctx context.Context, t Tenant, name string, meta 
 // failure that replaced it.
 func (s *Service) LoginFailed(ctx context.Context, t Tenant, name string, err error, meta map[string]any) error {
 	if name != "" {
-		s.cfg.Throttle.Fail(throttleKey(t.ID, name), s.now())
+		if ferr := s.throttle.fail(ctx, throttleKey(t.ID, name), s.now()); ferr != nil {
+			return ferr
+		}
 	}
 	return s.record(ctx, t.ID, ActionLogin, err, meta)
 }
 
 // LoginVerified clears the failures of the user named name in tenant t,
-// as a successful password check does, for a login whose proof was
-// verified elsewhere and that issues something other than a platform JWT
-// (a guide session).
+// once a login completed, for a login whose proof was verified elsewhere
+// and that issues something other than a platform JWT (a guide session).
+// A store that fails leaves the counter, which only delays the user.
 func (s *Service) LoginVerified(t Tenant, name string) {
-	s.cfg.Throttle.Succeed(throttleKey(t.ID, name))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.throttle.succeed(ctx, throttleKey(t.ID, name)); err != nil {
+		s.cfg.Logger.Warn("identity: clearing a login throttle failed", "err", err)
+	}
 }
 
 // LoginSucceeded clears the user's throttle, issues the platform JWT and
-// refresh token of a login, and audits it under ActionLogin with meta
-// (plus the user): what Login does once the password is verified.
-func (s *Service) LoginSucceeded(ctx context.Context, t Tenant, u User, meta map[string]any) (TokenResponse, error) {
+// refresh token of a login that a proved, and audits it under ActionLogin
+// with meta (plus the user, acr and amr): what Login does once the
+// password is verified and no second factor is needed, and what the
+// second step of a multi-factor sign-in does.
+func (s *Service) LoginSucceeded(ctx context.Context, t Tenant, u User, a Authn, meta map[string]any) (TokenResponse, error) {
 	s.LoginVerified(t, u.Name)
 	ctx = audit.WithActor(ctx, u.ID.String(), "")
-	resp, err := s.issueUserToken(ctx, t, u)
+	resp, err := s.issueUserToken(ctx, t, u, a)
 	if err != nil {
 		return TokenResponse{}, err
 	}
@@ -68,5 +76,6 @@ func (s *Service) LoginSucceeded(ctx context.Context, t Tenant, u User, meta map
 		out[k] = v
 	}
 	out["user"] = map[string]any{"id": u.ID.String(), "name": u.Name}
+	out["acr"], out["amr"] = a.ACR, a.AMR
 	return resp, s.record(ctx, t.ID, ActionLogin, nil, out)
 }

@@ -1,6 +1,8 @@
 package identity
 
 import (
+	"context"
+	"crypto/sha256"
 	"sync"
 	"time"
 )
@@ -86,4 +88,91 @@ func (t *Throttle) pruneLocked(now time.Time) {
 			}
 		}
 	}
+}
+
+// ThrottleStore keeps the login throttle's counters in the store, so that
+// every process sharing it counts the same failures: behind a load
+// balancer, three processes with counters of their own would give an
+// attacker three times the tries (API-mfa.md, R14). Keys are opaque
+// (Service passes the SHA-256 of tenant and lower-cased name, so no name
+// is stored).
+type ThrottleStore interface {
+	// CountLoginFailure adds one failure to key's counter at now and
+	// returns the counter afterwards, atomically across processes: a
+	// counter whose window began at or before now minus window restarts
+	// at one, its window beginning at now. Counters whose window ended
+	// may be deleted by the same call.
+	CountLoginFailure(ctx context.Context, key []byte, now time.Time, window time.Duration) (ThrottleCounter, error)
+	// GetLoginFailures returns key's counter, or the zero counter when
+	// there is none.
+	GetLoginFailures(ctx context.Context, key []byte) (ThrottleCounter, error)
+	// ClearLoginFailures deletes key's counter; none is no error.
+	ClearLoginFailures(ctx context.Context, key []byte) error
+}
+
+// ThrottleCounter is a stored throttle counter: the failures counted
+// since Start.
+type ThrottleCounter struct {
+	Start    time.Time
+	Failures int
+}
+
+// loginThrottle is the login throttle as Service uses it: counted in
+// this process (Throttle) or in the store (ThrottleStore).
+type loginThrottle interface {
+	blocked(ctx context.Context, key string, now time.Time) (time.Duration, error)
+	fail(ctx context.Context, key string, now time.Time) error
+	succeed(ctx context.Context, key string) error
+}
+
+type memoryThrottle struct{ t *Throttle }
+
+func (m memoryThrottle) blocked(_ context.Context, key string, now time.Time) (time.Duration, error) {
+	if blocked, wait := m.t.Blocked(key, now); blocked {
+		return wait, nil
+	}
+	return 0, nil
+}
+
+func (m memoryThrottle) fail(_ context.Context, key string, now time.Time) error {
+	m.t.Fail(key, now)
+	return nil
+}
+
+func (m memoryThrottle) succeed(_ context.Context, key string) error {
+	m.t.Succeed(key)
+	return nil
+}
+
+// storedThrottle counts in a ThrottleStore with the limits of a Throttle.
+type storedThrottle struct {
+	st     ThrottleStore
+	max    int
+	window time.Duration
+}
+
+func storedKey(key string) []byte {
+	sum := sha256.Sum256([]byte("login\x00" + key))
+	return sum[:]
+}
+
+func (s storedThrottle) blocked(ctx context.Context, key string, now time.Time) (time.Duration, error) {
+	c, err := s.st.GetLoginFailures(ctx, storedKey(key))
+	if err != nil {
+		return 0, err
+	}
+	end := c.Start.Add(s.window)
+	if c.Failures < s.max || !now.Before(end) {
+		return 0, nil
+	}
+	return end.Sub(now), nil
+}
+
+func (s storedThrottle) fail(ctx context.Context, key string, now time.Time) error {
+	_, err := s.st.CountLoginFailure(ctx, storedKey(key), now, s.window)
+	return err
+}
+
+func (s storedThrottle) succeed(ctx context.Context, key string) error {
+	return s.st.ClearLoginFailures(ctx, storedKey(key))
 }

@@ -60,6 +60,11 @@ type Claims struct {
 	ClientID   string    `json:"client_id,omitempty"`
 	Scope      string    `json:"scope,omitempty"`
 	Roles      []string  `json:"roles,omitempty"`
+	// ACR, AMR and AuthTime say how the user signed in (OpenID Connect
+	// Core §2, RFC 8176, RFC 9068 §2.2.1); unset in client tokens.
+	ACR      string           `json:"acr,omitempty"`
+	AMR      []string         `json:"amr,omitempty"`
+	AuthTime *jwt.NumericDate `json:"auth_time,omitempty"`
 	// Confirmation binds the token to a key its holder proves it has on
 	// every request (RFC 7800 cnf); nil for a bearer token.
 	Confirmation *Confirmation `json:"cnf,omitempty"`
@@ -93,6 +98,10 @@ func (c *Claims) Principal() Principal {
 	} else {
 		p.Kind = KindUser
 		p.UserID = c.Subject
+		p.ACR, p.AMR = c.ACR, c.AMR
+		if c.AuthTime != nil {
+			p.AuthTime = c.AuthTime.Time
+		}
 	}
 	return p
 }
@@ -363,6 +372,12 @@ func appendClaims(b []byte, c *Claims) ([]byte, error) {
 		field(`"roles":`)
 		strs(c.Roles)
 	}
+	str(`"acr":`, c.ACR)
+	if len(c.AMR) > 0 {
+		field(`"amr":`)
+		strs(c.AMR)
+	}
+	date(`"auth_time":`, c.AuthTime)
 	if cnf := c.Confirmation; cnf != nil {
 		field(`"cnf":{`)
 		n := len(b)

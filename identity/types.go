@@ -101,6 +101,9 @@ type Settings struct {
 	MaxTokensPerUser int `json:"maxTokensPerUser"`
 	// SCIM configures SCIM provisioning; nil is the defaults.
 	SCIM *SCIMSettings `json:"scim,omitempty"`
+	// MFA is the tenant's multi-factor policy; DefaultMFAPolicy for
+	// tenants stored before it existed.
+	MFA MFAPolicy `json:"mfa"`
 }
 
 // SCIMSettings configure SCIM provisioning of a tenant.
@@ -126,10 +129,11 @@ const (
 // lacks (one added after the tenant was stored) its default.
 func (s *Settings) UnmarshalJSON(b []byte) error {
 	type plain Settings
-	p := plain{MaxTokensPerUser: DefaultMaxTokensPerUser}
+	p := plain{MaxTokensPerUser: DefaultMaxTokensPerUser, MFA: DefaultMFAPolicy()}
 	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
+	p.MFA.RequiredRoles = nonNil(p.MFA.RequiredRoles)
 	*s = Settings(p)
 	return nil
 }
@@ -166,6 +170,10 @@ func (s Settings) MarshalJSON() ([]byte, error) {
 	p.PlanFeatures = nonNil(p.PlanFeatures)
 	p.WebAuthn.Origins = nonNil(p.WebAuthn.Origins)
 	p.MaxTokensPerUser = s.TokensPerUser()
+	p.MFA.RequiredRoles = nonNil(p.MFA.RequiredRoles)
+	if p.MFA.Mode == "" { // a Settings value built in code, never stored
+		p.MFA = DefaultMFAPolicy()
+	}
 	return json.Marshal(p)
 }
 
@@ -178,7 +186,17 @@ func DefaultSettings() Settings {
 		NotificationRetentionSeconds: 6 * 3600,
 		WebAuthn:                     WebAuthn{RPID: "localhost", Origins: []string{"http://localhost:8080", "https://localhost:8443"}},
 		MaxTokensPerUser:             DefaultMaxTokensPerUser,
+		MFA:                          DefaultMFAPolicy(),
 	}
+}
+
+// MFAPolicy is the tenant's multi-factor policy: Settings.MFA, or the
+// default for settings built in code without one.
+func (s Settings) MFAPolicy() MFAPolicy {
+	if s.MFA.Mode == "" {
+		return DefaultMFAPolicy()
+	}
+	return s.MFA
 }
 
 // ObjectID is a user's opaque 16-byte identifier.
@@ -379,6 +397,12 @@ type RefreshToken struct {
 	UserID    ObjectID
 	ExpiresAt time.Time
 	CreatedAt time.Time
+	// ACR, AMR and AuthTime are those of the sign-in the token continues:
+	// a refresh keeps them, never raises or lowers them. Tokens stored
+	// before they existed read as a password sign-in at CreatedAt.
+	ACR      string
+	AMR      []string
+	AuthTime time.Time
 }
 
 // PrincipalKind says how a caller authenticated.
@@ -403,6 +427,12 @@ type Principal struct {
 	Scopes     []string
 	Areas      []string // API keys only
 	APIKeyID   string   // API keys only
+	// ACR, AMR and AuthTime say how the user signed in (the token's acr,
+	// amr and auth_time); empty for clients, API keys and tokens issued
+	// before they were written.
+	ACR      string
+	AMR      []string
+	AuthTime time.Time
 }
 
 // HasRole reports whether p holds role r.

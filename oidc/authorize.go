@@ -31,6 +31,13 @@ type AuthorizationRequest struct {
 	LoginHint     string `json:"lh,omitempty"`
 	// MaxAge is the max_age parameter in seconds; -1 when absent.
 	MaxAge int64 `json:"ma"`
+	// ACR are the acr_values the provider knows, in preference order;
+	// Floor the least acr the request accepts (floorOf); StepUp that the
+	// browser's session is below it and the page asks only the missing
+	// factor.
+	ACR    []string `json:"acr,omitempty"`
+	Floor  string   `json:"fl,omitempty"`
+	StepUp bool     `json:"su,omitempty"`
 	// Expires is when a sign-in page stops accepting the request (unix).
 	Expires int64 `json:"x,omitempty"`
 }
@@ -97,16 +104,27 @@ func (s *Service) Authorize(ctx context.Context, params url.Values, sessionID st
 		return s.refuse(ctx, req, rerr, meta)
 	}
 	meta["scope"] = req.Scope
+	if t, err := s.cfg.Identity.Tenant(ctx, req.TenantID); err == nil {
+		req.Floor = floorOf(req, t)
+	} else if !fault.Is(fault.NotFound, err) {
+		return Outcome{}, err
+	}
+	if len(req.ACR) > 0 {
+		meta["acr_values"] = req.ACR
+	}
 	sess, ok, err := s.activeSession(ctx, sessionID, req)
 	if err != nil {
 		return Outcome{}, err
 	}
 	prompt := strings.Fields(req.Prompt)
+	below := ok && identity.ACRLevel(acrOf(sess.ACR, sess.AMR)) < identity.ACRLevel(req.Floor)
 	switch {
-	case ok && !slices.Contains(prompt, "login"):
+	case ok && !below && !slices.Contains(prompt, "login"):
 		return s.complete(ctx, req, sess, meta)
 	case slices.Contains(prompt, "none"):
-		return s.refuse(ctx, req, redirectErr("login_required", "the user is not signed in"), meta)
+		return s.refuse(ctx, req, redirectErr("login_required", "the user is not signed in, or not as the request asks"), meta)
+	case below && !slices.Contains(prompt, "login") && s.cfg.SecondFactor != nil:
+		req.StepUp = true // the session's user gives only the missing factor
 	}
 	req.Expires = s.now().Add(RequestTTL).Unix()
 	return Outcome{SignIn: s.sealRequest(req)}, nil
@@ -220,7 +238,7 @@ func parseAuthorization(params url.Values, c identity.OAuthClient, req *Authoriz
 	if len(req.LoginHint) > maxHint {
 		return redirectErr("invalid_request", "login_hint is too long")
 	}
-	return nil
+	return parseACRValues(params, req)
 }
 
 // unreserved reports whether v has only RFC 3986's unreserved characters,
@@ -323,7 +341,7 @@ func (s *Service) complete(ctx context.Context, req AuthorizationRequest, sess S
 	code := newSecret()
 	ac := AuthCode{Hash: hashOf(code), GrantID: newGrantID(), ClientID: req.ClientID, TenantID: req.TenantID, UserID: sess.UserID,
 		RedirectURI: req.RedirectURI, Challenge: req.CodeChallenge, Scope: req.Scope, Nonce: req.Nonce, SID: sess.SID,
-		AMR: sess.AMR, AuthTime: sess.AuthTime, CreatedAt: now, ExpiresAt: now.Add(CodeTTL)}
+		AMR: sess.AMR, ACR: idACR(req.ACR, acrOf(sess.ACR, sess.AMR)), AuthTime: sess.AuthTime, CreatedAt: now, ExpiresAt: now.Add(CodeTTL)}
 	if err := s.st.CreateAuthCode(ctx, ac); err != nil {
 		return Outcome{}, err
 	}

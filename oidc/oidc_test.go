@@ -225,7 +225,7 @@ func TestCodeFlowCarriesStateAndNonce(t *testing.T) {
 	}
 	now := latchkeytest.Start.Unix()
 	want := oidc.IDClaims{Issuer: f.svc.Issuer(), Subject: f.aliceID, Audience: []string{f.conf.ID}, AZP: f.conf.ID, IssuedAt: now,
-		Expiry: now + 600, AuthTime: now, Nonce: "the-nonce", AMR: []string{"pwd"}, SID: c.SID, AtHash: oidc.AtHash(tok.AccessToken),
+		Expiry: now + 600, AuthTime: now, Nonce: "the-nonce", ACR: identity.ACRPassword, AMR: []string{"pwd"}, SID: c.SID, AtHash: oidc.AtHash(tok.AccessToken),
 		StandardClaims: oidc.StandardClaims{PreferredUsername: "alice", Name: "alice"}}
 	if d := cmp.Diff(want, c); c.SID == "" || d != "" {
 		t.Errorf("ID token claims (-want +got):\n%s", d)
@@ -486,8 +486,8 @@ type passkeysOf struct {
 	user   identity.User
 }
 
-func (p passkeysOf) CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, error) {
-	return p.tenant, p.user, nil
+func (p passkeysOf) CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, identity.Authn, error) {
+	return p.tenant, p.user, identity.Authn{AMR: []string{"hwk", "user", "mfa"}, ACR: identity.ACRPhishingResistant}, nil
 }
 
 type auditLog struct{ entries []audit.Entry }
@@ -500,7 +500,7 @@ func (a *auditLog) Record(ctx context.Context, e audit.Entry) error {
 // TestPasskeyOfAnotherTenant: a passkey proves a user of its own tenant;
 // when that is not the client's (a flow of another tenant's options), the
 // sign-in is refused and audited. A passkey of the client's tenant signs
-// in with amr hwk and user.
+// in with amr hwk, user and mfa.
 func TestPasskeyOfAnotherTenant(t *testing.T) {
 	f := newFx(t)
 	ctx := t.Context()
@@ -548,7 +548,7 @@ func TestPasskeyOfAnotherTenant(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || strings.Join(res.Session.AMR, " ") != "hwk user" {
+			if err != nil || strings.Join(res.Session.AMR, " ") != "hwk user mfa" {
 				t.Fatalf("passkey sign-in: %+v %v", res.Session, err)
 			}
 		})

@@ -74,7 +74,7 @@ type Users interface {
 // assertion answering a flow of the sign-in options, with the API
 // login's throttle, failures audited.
 type Passkeys interface {
-	CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, error)
+	CheckPasskey(ctx context.Context, flowID string, credential []byte, remoteAddr string) (identity.Tenant, identity.User, identity.Authn, error)
 }
 
 // Keys signs and reads ID tokens (identity.KeySet implements it).
@@ -98,8 +98,11 @@ type Config struct {
 	Identity Identity
 	Users    Users
 	Passkeys Passkeys
-	Keys     Keys
-	Sealer   Sealer
+	// SecondFactor, when set, gives the page its second step and the
+	// provider acr_values (mfa.go); without it sign-ins have one factor.
+	SecondFactor SecondFactor
+	Keys         Keys
+	Sealer       Sealer
 	// CSRFKey keys the sign-in form's CSRF tokens (32 random bytes, the
 	// same on every process: seal.Sealer.SubKey).
 	CSRFKey []byte

@@ -22,6 +22,9 @@ type Page struct {
 	LoginHint string
 	// Passkeys reports whether "Sign in with a passkey" can work.
 	Passkeys bool
+	// Second, when set, is the second step the page shows instead of
+	// the password form (a step-up of the browser's session).
+	Second *SecondStep
 }
 
 // SignInPage returns the sign-in page of a sealed request for the browser
@@ -36,8 +39,15 @@ func (s *Service) SignInPage(ctx context.Context, request, browserID string) (Pa
 	if err != nil {
 		return Page{}, err
 	}
-	return Page{ClientName: c.Name, TenantName: t.Name, TenantCode: t.Code, Request: request, CSRFToken: s.CSRFToken(browserID),
-		LoginHint: req.LoginHint, Passkeys: s.cfg.Passkeys != nil}, nil
+	pg := Page{ClientName: c.Name, TenantName: t.Name, TenantCode: t.Code, Request: request, CSRFToken: s.CSRFToken(browserID),
+		LoginHint: req.LoginHint, Passkeys: s.cfg.Passkeys != nil}
+	if req.StepUp {
+		// A step-up of the browser's session: only the missing factor.
+		if pg.Second, err = s.stepUpPage(ctx, req, browserID); err != nil {
+			return Page{}, err
+		}
+	}
+	return pg, nil
 }
 
 func (s *Service) clientAndTenant(ctx context.Context, req AuthorizationRequest) (identity.OAuthClient, identity.Tenant, error) {
@@ -70,6 +80,14 @@ type SignInRequest struct {
 	FlowID     string
 	Credential []byte
 	RemoteAddr string
+	// The second step of a multi-factor sign-in (mfa.go): the sealed
+	// step the page carries, and one factor (OTP, RecoveryCode, or the
+	// passkey's FlowID and Credential); Saved confirms that the recovery
+	// codes of an enrolment were shown.
+	MFAToken     string
+	OTP          string
+	RecoveryCode string
+	Saved        bool
 }
 
 // SignInResult is a successful sign-in: the new session, whose id the
@@ -79,6 +97,14 @@ type SignInResult struct {
 	SessionID string
 	Session   Session
 	Outcome   Outcome
+	// Second, when set, is the page of a second step the sign-in needs
+	// (Outcome is empty, no session started).
+	Second *SecondStep
+	// Codes, when set, are the recovery codes of a first factor enrolled
+	// by this sign-in: the page shows them once, then its "I have saved
+	// these codes" completes the request (Outcome is empty; the session
+	// has started).
+	Codes []string
 }
 
 // Messages of the sign-in page.
@@ -113,6 +139,12 @@ func (s *Service) SignIn(ctx context.Context, in SignInRequest) (SignInResult, e
 	}
 	ctx = audit.WithActor(ctx, "", req.ClientID)
 	meta := map[string]any{"client_id": req.ClientID, "remoteAddr": in.RemoteAddr}
+	switch {
+	case in.Saved:
+		return s.codesSaved(ctx, req, in)
+	case in.MFAToken != "":
+		return s.secondStep(ctx, req, tenant, in, meta)
+	}
 	var (
 		u   identity.User
 		amr []string
@@ -123,8 +155,11 @@ func (s *Service) SignIn(ctx context.Context, in SignInRequest) (SignInResult, e
 		if s.cfg.Passkeys == nil {
 			return SignInResult{}, fault.E(fault.Unavailable, "passkey sign-in is not configured")
 		}
-		var t identity.Tenant
-		t, u, err = s.cfg.Passkeys.CheckPasskey(ctx, in.FlowID, in.Credential, in.RemoteAddr)
+		var (
+			t identity.Tenant
+			a identity.Authn
+		)
+		t, u, a, err = s.cfg.Passkeys.CheckPasskey(ctx, in.FlowID, in.Credential, in.RemoteAddr)
 		if err != nil {
 			if fault.Is(fault.Invalid, err) {
 				err = fault.E(fault.Unauthenticated, MsgBadPasskey, err)
@@ -137,39 +172,70 @@ func (s *Service) SignIn(ctx context.Context, in SignInRequest) (SignInResult, e
 			meta["user"] = map[string]any{"id": u.ID.String()}
 			return SignInResult{}, s.record(ctx, tenant.ID, ActionSignIn, fault.E(fault.Unauthenticated, MsgBadPasskey), meta)
 		}
-		// The passkey ceremony requires user verification (the flow's
-		// userVerification is "required"), so the user was verified.
-		amr = []string{"hwk", "user"}
+		amr = a.AMR
 	case in.Username != "" && in.Password != "":
 		meta["method"] = "password"
-		_, u, err = s.cfg.Identity.CheckPassword(ctx, identity.LoginRequest{Name: in.Username, Password: in.Password, AuthDomain: tenant.Code, RemoteAddr: in.RemoteAddr}, ActionSignIn)
+		var t identity.Tenant
+		t, u, err = s.cfg.Identity.CheckPassword(ctx, identity.LoginRequest{Name: in.Username, Password: in.Password, AuthDomain: tenant.Code, RemoteAddr: in.RemoteAddr, Origin: identity.OriginOIDC}, ActionSignIn)
+		if fault.CodeOf(err) == codeRequired && req.Floor != "" && s.cfg.SecondFactor != nil {
+			// The request's floor picks the factors that reach it.
+			err = s.cfg.SecondFactor.StepUp(ctx, t, u, identity.OriginOIDC, []string{identity.AMRPassword}, req.Floor)
+		}
+		if res, done, serr := s.afterFirst(ctx, req, in.BrowserID, "", err); done {
+			return res, serr
+		}
 		if err != nil {
 			if fault.Is(fault.Unauthenticated, err) {
 				err = fault.E(fault.Unauthenticated, MsgBadLogin, err)
 			}
 			return SignInResult{}, err
 		}
-		amr = []string{"pwd"}
+		amr = []string{identity.AMRPassword}
+		if floor := req.Floor; floor != "" && s.cfg.SecondFactor != nil {
+			// The request asks more than a password (acr_values).
+			err := s.cfg.SecondFactor.StepUp(ctx, t, u, identity.OriginOIDC, amr, floor)
+			if res, done, serr := s.afterFirst(ctx, req, in.BrowserID, "", err); done {
+				return res, serr
+			}
+			if err != nil {
+				return SignInResult{}, err
+			}
+		}
 	default:
 		return SignInResult{}, fault.E(fault.Invalid, fault.Field("username"), MsgMissingCred)
 	}
-	if in.BrowserID != "" {
-		if err := s.st.DeleteOIDCSession(ctx, hashOf(in.BrowserID)); err != nil && !fault.Is(fault.NotFound, err) {
+	return s.signedIn(ctx, req, tenant, u, amr, "", in.BrowserID, nil, meta)
+}
+
+// signedIn starts the browser's session of a completed sign-in (a fresh
+// id: no session fixation; sid kept when a step-up replaces a session),
+// audits it as oidc.sign-in and completes the request with a code; with
+// codes (the recovery codes of a first factor enrolled now), the request
+// waits for the page that shows them.
+func (s *Service) signedIn(ctx context.Context, req AuthorizationRequest, tenant identity.Tenant, u identity.User, amr []string, sid, browserID string, codes []string, meta map[string]any) (SignInResult, error) {
+	if browserID != "" {
+		if err := s.st.DeleteOIDCSession(ctx, hashOf(browserID)); err != nil && !fault.Is(fault.NotFound, err) {
 			return SignInResult{}, err
 		}
 	}
+	if sid == "" {
+		sid = newGrantID()
+	}
 	now := s.now()
 	id := newSecret()
-	sess := Session{IDHash: hashOf(id), SID: newGrantID(), TenantID: tenant.ID, UserID: u.ID, UserName: u.Name, AMR: amr,
+	sess := Session{IDHash: hashOf(id), SID: sid, TenantID: tenant.ID, UserID: u.ID, UserName: u.Name, AMR: amr, ACR: identity.ACRFor(amr),
 		AuthTime: now.Truncate(1e9), CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
 	if err := s.st.CreateOIDCSession(ctx, sess); err != nil {
 		return SignInResult{}, err
 	}
 	ctx = audit.WithActor(ctx, u.ID.String(), req.ClientID)
 	meta["user"] = map[string]any{"id": u.ID.String(), "name": u.Name}
-	meta["sid"] = sess.SID
+	meta["sid"], meta["amr"], meta["acr"] = sess.SID, sess.AMR, sess.ACR
 	if err := s.record(ctx, tenant.ID, ActionSignIn, nil, meta); err != nil {
 		return SignInResult{}, err
+	}
+	if codes != nil {
+		return SignInResult{SessionID: id, Session: sess, Codes: codes}, nil
 	}
 	out, err := s.complete(ctx, req, sess, map[string]any{"client_id": req.ClientID, "redirect_uri": req.RedirectURI, "scope": req.Scope})
 	if err != nil {

@@ -25,9 +25,12 @@ type AuthCode struct {
 	Nonce       string
 	SID         string   // the browser session's sid claim
 	AMR         []string // RFC 8176 methods of the sign-in
-	AuthTime    time.Time
-	CreatedAt   time.Time
-	ExpiresAt   time.Time
+	// ACR is the ID token's acr: the first acr_values value the sign-in
+	// met, else the acr it reached ("" read as its AMR's).
+	ACR       string
+	AuthTime  time.Time
+	CreatedAt time.Time
+	ExpiresAt time.Time
 	// UsedAt is when the code was redeemed; nil until then.
 	UsedAt *time.Time
 }
@@ -44,6 +47,7 @@ type RefreshToken struct {
 	Scope     string
 	SID       string
 	AMR       []string
+	ACR       string
 	AuthTime  time.Time
 	AccessJTI string // the jti of the access token issued with this one
 	CreatedAt time.Time
@@ -62,6 +66,7 @@ type Session struct {
 	UserID    identity.ObjectID
 	UserName  string
 	AMR       []string
+	ACR       string
 	AuthTime  time.Time
 	CreatedAt time.Time
 	ExpiresAt time.Time

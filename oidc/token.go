@@ -49,6 +49,7 @@ type IDClaims struct {
 	IssuedAt int64    `json:"iat"`
 	AuthTime int64    `json:"auth_time"`
 	Nonce    string   `json:"nonce,omitempty"`
+	ACR      string   `json:"acr,omitempty"`
 	AMR      []string `json:"amr,omitempty"`
 	SID      string   `json:"sid,omitempty"`
 	AtHash   string   `json:"at_hash,omitempty"`
@@ -120,7 +121,8 @@ func (s *Service) redeemCode(ctx context.Context, req TokenRequest) (Tokens, err
 	if err != nil {
 		return fail(err)
 	}
-	g := grant{client: c, tenant: t, user: u, grantID: ac.GrantID, scope: ac.Scope, nonce: ac.Nonce, sid: ac.SID, amr: ac.AMR, authTime: ac.AuthTime}
+	g := grant{client: c, tenant: t, user: u, grantID: ac.GrantID, scope: ac.Scope, nonce: ac.Nonce, sid: ac.SID, amr: ac.AMR, acr: acrOf(ac.ACR, ac.AMR),
+		authTime: ac.AuthTime}
 	out, err := s.issue(ctx, g, ac.GrantID)
 	if err != nil {
 		return Tokens{}, err
@@ -184,21 +186,34 @@ func (s *Service) revokeGrant(ctx context.Context, tenantID, grantID string, fir
 
 // grant is what the tokens of one issuance say.
 type grant struct {
-	client   identity.OAuthClient
-	tenant   identity.Tenant
-	user     identity.User
-	grantID  string
-	scope    string
-	nonce    string
-	sid      string
-	amr      []string
+	client  identity.OAuthClient
+	tenant  identity.Tenant
+	user    identity.User
+	grantID string
+	scope   string
+	nonce   string
+	sid     string
+	amr     []string
+	// acr is the ID token's: the first acr_values value the sign-in met,
+	// else the acr it reached. Access tokens say the acr reached (of amr).
+	acr      string
 	authTime time.Time
+}
+
+// acrOf is a stored acr, or, for a row stored before acr was kept, the
+// acr its amr reached.
+func acrOf(acr string, amr []string) string {
+	if acr == "" {
+		return identity.ACRFor(amr)
+	}
+	return acr
 }
 
 // issue signs the access token (jti given), the ID token when the scope
 // has openid, and stores a refresh token when it has offline_access.
 func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error) {
-	access, _, err := s.cfg.Identity.IssueUserAccess(ctx, identity.UserAccess{Client: g.client, Tenant: g.tenant, User: g.user, Scope: g.scope, JTI: jti})
+	access, _, err := s.cfg.Identity.IssueUserAccess(ctx, identity.UserAccess{Client: g.client, Tenant: g.tenant, User: g.user, Scope: g.scope, JTI: jti,
+		Authn: identity.Authn{AMR: g.amr, ACR: identity.ACRFor(g.amr), AuthTime: g.authTime}})
 	if err != nil {
 		return Tokens{}, err
 	}
@@ -208,7 +223,7 @@ func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error
 		now := s.cfg.Clock.Now().Truncate(time.Second)
 		c := IDClaims{Issuer: s.Issuer(), Subject: g.user.ID.String(), Audience: []string{g.client.ID}, AZP: g.client.ID,
 			IssuedAt: now.Unix(), Expiry: now.Add(s.cfg.IDTokenTTL).Unix(), AuthTime: g.authTime.Unix(),
-			Nonce: g.nonce, AMR: g.amr, SID: g.sid, AtHash: AtHash(access)}
+			Nonce: g.nonce, ACR: g.acr, AMR: g.amr, SID: g.sid, AtHash: AtHash(access)}
 		c.StandardClaims = standardClaims(g.user, scopes)
 		if out.IDToken, err = s.cfg.Keys.SignIDToken(ctx, g.client.IDTokenAlgorithm(), c); err != nil {
 			return Tokens{}, err
@@ -218,7 +233,7 @@ func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error
 		rt := newSecret()
 		now := s.now()
 		if err := s.st.CreateOIDCRefreshToken(ctx, RefreshToken{Hash: hashOf(rt), GrantID: g.grantID, ClientID: g.client.ID, TenantID: g.tenant.ID,
-			UserID: g.user.ID, Scope: g.scope, SID: g.sid, AMR: g.amr, AuthTime: g.authTime, AccessJTI: jti,
+			UserID: g.user.ID, Scope: g.scope, SID: g.sid, AMR: g.amr, ACR: g.acr, AuthTime: g.authTime, AccessJTI: jti,
 			CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}); err != nil {
 			return Tokens{}, err
 		}
@@ -289,7 +304,7 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 	if err != nil {
 		return fail(err)
 	}
-	g := grant{client: c, tenant: t, user: u, grantID: rt.GrantID, scope: scope, sid: rt.SID, amr: rt.AMR, authTime: rt.AuthTime}
+	g := grant{client: c, tenant: t, user: u, grantID: rt.GrantID, scope: scope, sid: rt.SID, amr: rt.AMR, acr: acrOf(rt.ACR, rt.AMR), authTime: rt.AuthTime}
 	out, err := s.issue(ctx, g, newGrantID())
 	if err != nil {
 		return Tokens{}, err

@@ -22,6 +22,9 @@ type Store interface {
 	identity.UserDirectory
 	GetUser(ctx context.Context, tenantID string, id identity.ObjectID) (identity.User, error)
 	CreateUser(ctx context.Context, u identity.User) error
+	// EndUserSessions ends a user's refresh tokens (the platform's and the
+	// OpenID Provider's) and browser sessions.
+	EndUserSessions(ctx context.Context, tenantID string, id identity.ObjectID, now time.Time) error
 }
 
 // EventSink appends a native event (package events' EmitNative) to a

@@ -322,7 +322,7 @@ func (s *Service) activeChanged(ctx context.Context, p identity.Principal, old, 
 		if err := a.RevokeSubject(ctx, nu.TenantID, nu.ID.String()); err != nil {
 			return err
 		}
-		if err := s.cfg.Store.EndUserSessions(ctx, nu.TenantID, nu.ID); err != nil {
+		if err := s.cfg.Store.EndUserSessions(ctx, nu.TenantID, nu.ID, s.now()); err != nil {
 			return err
 		}
 		s.emit(ctx, p, EventUserBlocked, map[string]any{"end_user": userRef(nu), "previous_state": "active", "new_state": "inactive",

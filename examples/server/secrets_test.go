@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/latchkeytest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent log writes.
@@ -70,15 +74,49 @@ func TestSecretsNeverStoredOrLogged(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err == nil {
 		resp.Body.Close()
 	}
+	// R16 (API-mfa.md): a TOTP secret and recovery codes are in their
+	// creation answers only, an mfa_token in none but the 403's.
+	dev := call("POST", "/api/v1/me/mfa/totp", jwt, map[string]any{})
+	totpSecret := dev["secret"].(string)
+	raw, _ := latchkeytest.TOTPSecret(totpSecret)
+	confirmed := call("POST", "/api/v1/me/mfa/totp/"+dev["id"].(string)+"/confirm", jwt, map[string]any{"otp": latchkeytest.TOTP(raw, time.Now(), 6)})
+	var codes []string
+	for _, c := range confirmed["recoveryCodes"].([]any) {
+		codes = append(codes, c.(string))
+	}
+	req, _ = http.NewRequest("POST", s.http+"/api/v1/auth/tokens/", strings.NewReader(`{"name":"admin","password":"the-admin-password-7"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var step map[string]any
+	json.NewDecoder(resp.Body).Decode(&step)
+	resp.Body.Close()
+	mfaToken, _ := step["mfa_token"].(string)
+	if mfaToken == "" {
+		t.Fatalf("the admin's password step: %v", step)
+	}
+	call("POST", "/api/v1/auth/tokens/", "", map[string]any{"grant_type": "mfa_recovery_code", "mfa_token": mfaToken, "recovery_code": codes[0]})
+	if again, _ := json.Marshal(call("GET", "/api/v1/me/mfa", jwt, nil)); bytes.Contains(again, []byte(totpSecret)) || bytes.Contains(again, []byte(codes[1])) {
+		t.Errorf("GET /me/mfa shows a secret: %s", again)
+	}
 	s.stop()
 
 	secrets := map[string]string{
-		"admin password": "the-admin-password-7",
-		"user password":  "bobs-secret-password-9",
-		"wrong password": "a-wrong-guess-5",
-		"client secret":  client["client_secret"].(string),
-		"API key":        key["key"].(string),
-		"JWT":            jwt,
+		"admin password":      "the-admin-password-7",
+		"user password":       "bobs-secret-password-9",
+		"wrong password":      "a-wrong-guess-5",
+		"client secret":       client["client_secret"].(string),
+		"API key":             key["key"].(string),
+		"JWT":                 jwt,
+		"TOTP secret":         totpSecret,
+		"TOTP secret's bytes": string(raw),
+		"mfa_token":           mfaToken,
+	}
+	for i, c := range codes {
+		secrets[fmt.Sprint("recovery code ", i)] = c
+		secrets[fmt.Sprint("recovery code ", i, ", as typed")] = strings.ReplaceAll(c, "-", "")
 	}
 	master, err := os.ReadFile(filepath.Join(dir, "master.key"))
 	if err != nil {

@@ -88,9 +88,33 @@
     });
     $("guide-password").value = "";
     if (r.ok) { showLoggedIn(await r.json()); return; }
-    let msg = "Login failed (" + r.status + ").";
-    try { msg = (await r.json()).message || msg; } catch (_) { /* not JSON */ }
+    let msg = "Login failed (" + r.status + ").", body = {};
+    try { body = await r.json(); msg = body.message || msg; } catch (_) { /* not JSON */ }
+    if (r.status === 403 && body.mfa_token && body.codeDesc === "MFA_REQUIRED") {
+      // The password was right: the login's second step (API-mfa.md).
+      state.mfaToken = body.mfa_token;
+      $("guide-login").hidden = true;
+      $("guide-mfa").hidden = false;
+      $("guide-otp").focus();
+      status("Two-step verification: enter the code from your authenticator app, or a recovery code.");
+      return;
+    }
     showLoggedOut(msg);
+  });
+  $("guide-mfa").addEventListener("submit", async (e) => {
+    e.preventDefault();
+    const code = $("guide-otp").value.trim();
+    const grant = /^[0-9]{6}$/.test(code) ? { grant_type: "mfa_otp", otp: code } : { grant_type: "mfa_recovery_code", recovery_code: code };
+    const r = await fetch("session", {
+      method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify(Object.assign({ mfa_token: state.mfaToken }, grant)),
+    });
+    $("guide-otp").value = "";
+    if (r.ok) { $("guide-mfa").hidden = true; state.mfaToken = ""; showLoggedIn(await r.json()); return; }
+    let msg = "Verification failed (" + r.status + ").";
+    try { msg = (await r.json()).message || msg; } catch (_) { /* not JSON */ }
+    if (r.status === 401 && msg !== "Invalid code.") { $("guide-mfa").hidden = true; state.mfaToken = ""; showLoggedOut(msg); return; }
+    status(msg);
   });
   $("guide-sso-button").addEventListener("click", () => {
     const code = $("guide-tenant").value.trim();
@@ -199,7 +223,10 @@
   });
 
   const params = new URLSearchParams(window.location.search);
+  // The page's first look at the session may answer after a login made
+  // meanwhile (a large document keeps the page busy): it must not log
+  // that login out.
   fetchSession().then((ok) => {
-    if (!ok) { showLoggedOut(params.get("error") || ""); }
+    if (!ok && !state.session) { showLoggedOut(params.get("error") || ""); }
   });
 })();

@@ -66,13 +66,6 @@ func (s *Store) DeleteUser(ctx context.Context, tenantID string, id identity.Obj
 	return nil
 }
 
-// EndUserSessions implements identity.UserDirectory.
-func (s *Store) EndUserSessions(ctx context.Context, tenantID string, id identity.ObjectID) error {
-	defer s.lock()()
-	s.deleteUserSessions(tenantID, id)
-	return nil
-}
-
 // userDocument is what user filters read: the paths of
 // scim.Users.StoreFilter, as the SQL stores map them to columns and
 // profile (empty text fields are absent).

@@ -187,7 +187,7 @@ func (s *Store) ListSigningKeys(ctx context.Context) ([]identity.SigningKey, err
 func (s *Store) CreateRefreshToken(ctx context.Context, t identity.RefreshToken) error {
 	defer s.lock()()
 	h := hex.EncodeToString(t.Hash)
-	t.Hash = slices.Clone(t.Hash)
+	t.Hash, t.AMR = slices.Clone(t.Hash), slices.Clone(t.AMR)
 	return insert(s.refreshTokens, h, t, "refresh token exists")
 }
 

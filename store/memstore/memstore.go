@@ -19,6 +19,7 @@ import (
 	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
+	"github.com/latchkey/latchkey/mfa"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/oidc"
 	"github.com/latchkey/latchkey/vault"
@@ -42,6 +43,8 @@ var (
 	_ vtoken.Store                    = (*Store)(nil)
 	_ guide.Store                     = (*Store)(nil)
 	_ oidc.Store                      = (*Store)(nil)
+	_ mfa.Store                       = (*Store)(nil)
+	_ identity.ThrottleStore          = (*Store)(nil)
 )
 
 // Store keeps everything in maps behind one lock. Values are copied in and
@@ -75,6 +78,8 @@ type Store struct {
 	oidc       oidcData                        // the OpenID Provider's state; see oidc.go
 	idem       map[idemKey]idempotency.Entry   // see idempotency.go
 	grp        groupData                       // directory groups; see groups.go
+	mfa        mfaData                         // multi-factor state; see mfa.go
+	throttles  map[string]identity.ThrottleCounter
 
 	notReady error // what Ready returns; see SetNotReady
 }
@@ -266,7 +271,7 @@ func cloneCert(c vtoken.Certificate) vtoken.Certificate {
 }
 
 func cloneSession(g guide.Session) guide.Session {
-	g.IDHash = slices.Clone(g.IDHash)
+	g.IDHash, g.AMR = slices.Clone(g.IDHash), slices.Clone(g.AMR)
 	return g
 }
 

@@ -83,19 +83,6 @@ var sessionTables = []string{
 	`DELETE FROM guide_sessions WHERE tenant_id = $1 AND user_id = $2`,
 }
 
-// EndUserSessions implements identity.UserDirectory.
-func (s *Store) EndUserSessions(ctx context.Context, tenantID string, id identity.ObjectID) error {
-	err := s.c.Tx(ctx, func(q Querier) error {
-		for _, stmt := range sessionTables {
-			if _, err := q.Exec(ctx, stmt, tenantID, id[:]); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return s.c.MapErr(err)
-}
-
 // userFilterCols are the columns of the paths of scim.Users.StoreFilter;
 // the other paths read profile. Empty text columns read as absent.
 var userFilterCols = map[string]filter.Column{

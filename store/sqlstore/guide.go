@@ -10,13 +10,13 @@ import (
 
 var _ guide.Store = (*Store)(nil)
 
-const guideSessionCols = `id_hash, tenant_id, user_id, user_name, method, csrf_token, login_at, last_activity, last_seen, expires_at`
+const guideSessionCols = `id_hash, tenant_id, user_id, user_name, method, csrf_token, login_at, last_activity, last_seen, expires_at, amr`
 
 // CreateGuideSession implements guide.Store; the primary key id_hash makes a
 // duplicate a Conflict.
 func (s *Store) CreateGuideSession(ctx context.Context, g guide.Session) error {
-	return s.exec(ctx, `INSERT INTO guide_sessions (`+guideSessionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-		g.IDHash, g.TenantID, g.UserID[:], g.UserName, g.Method, g.CSRFToken, g.LoginAt, g.LastActivity, g.LastSeen, g.ExpiresAt)
+	return s.exec(ctx, `INSERT INTO guide_sessions (`+guideSessionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+		g.IDHash, g.TenantID, g.UserID[:], g.UserName, g.Method, g.CSRFToken, g.LoginAt, g.LastActivity, g.LastSeen, g.ExpiresAt, append([]string{}, g.AMR...))
 }
 
 func (s *Store) scanGuideSession(row Row) (guide.Session, error) {
@@ -24,8 +24,11 @@ func (s *Store) scanGuideSession(row Row) (guide.Session, error) {
 		g   guide.Session
 		uid []byte
 	)
-	if err := row.Scan(&g.IDHash, &g.TenantID, &uid, &g.UserName, &g.Method, &g.CSRFToken, &g.LoginAt, &g.LastActivity, &g.LastSeen, &g.ExpiresAt); err != nil {
+	if err := row.Scan(&g.IDHash, &g.TenantID, &uid, &g.UserName, &g.Method, &g.CSRFToken, &g.LoginAt, &g.LastActivity, &g.LastSeen, &g.ExpiresAt, &g.AMR); err != nil {
 		return guide.Session{}, s.notFound(err, "guide session")
+	}
+	if len(g.AMR) == 0 {
+		g.AMR = nil // stored before it was kept, or kept empty
 	}
 	if len(uid) != len(g.UserID) {
 		return guide.Session{}, fault.E(fault.Internal, "stored guide session has a malformed user id")

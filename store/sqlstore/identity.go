@@ -318,8 +318,8 @@ func (s *Store) ListSigningKeys(ctx context.Context) ([]identity.SigningKey, err
 
 // CreateRefreshToken implements identity.Store.
 func (s *Store) CreateRefreshToken(ctx context.Context, t identity.RefreshToken) error {
-	return s.exec(ctx, `INSERT INTO refresh_tokens (hash, tenant_id, user_id, expires_at, created_at) VALUES ($1, $2, $3, $4, $5)`,
-		t.Hash, t.TenantID, t.UserID[:], t.ExpiresAt, t.CreatedAt)
+	return s.exec(ctx, `INSERT INTO refresh_tokens (hash, tenant_id, user_id, expires_at, created_at, acr, amr, auth_time) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+		t.Hash, t.TenantID, t.UserID[:], t.ExpiresAt, t.CreatedAt, t.ACR, append([]string{}, t.AMR...), optTime(t.AuthTime))
 }
 
 // UseRefreshToken implements identity.Store. One DELETE ... RETURNING
@@ -327,15 +327,20 @@ func (s *Store) CreateRefreshToken(ctx context.Context, t identity.RefreshToken)
 // row. An expired token is deleted too, since it can never be used again.
 func (s *Store) UseRefreshToken(ctx context.Context, hash []byte, now time.Time) (identity.RefreshToken, error) {
 	var (
-		t   identity.RefreshToken
-		uid []byte
+		t        identity.RefreshToken
+		uid      []byte
+		authTime *time.Time
 	)
-	err := s.c.Write().QueryRow(ctx, `DELETE FROM refresh_tokens WHERE hash = $1 RETURNING hash, tenant_id, user_id, expires_at, created_at`, hash).
-		Scan(&t.Hash, &t.TenantID, &uid, &t.ExpiresAt, &t.CreatedAt)
+	err := s.c.Write().QueryRow(ctx, `DELETE FROM refresh_tokens WHERE hash = $1 RETURNING hash, tenant_id, user_id, expires_at, created_at, acr, amr, auth_time`, hash).
+		Scan(&t.Hash, &t.TenantID, &uid, &t.ExpiresAt, &t.CreatedAt, &t.ACR, &t.AMR, &authTime)
 	if err != nil {
 		return identity.RefreshToken{}, s.notFound(err, "refresh token")
 	}
 	copy(t.UserID[:], uid)
+	t.AuthTime = orZero(authTime)
+	if len(t.AMR) == 0 {
+		t.AMR = nil
+	}
 	if !now.Before(t.ExpiresAt) {
 		return identity.RefreshToken{}, fault.E(fault.NotFound, "refresh token expired")
 	}

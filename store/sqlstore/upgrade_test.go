@@ -87,10 +87,10 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 		tenant1  = identity.Tenant{ID: tn1, Code: "ACME000001", Name: "Acme", CreatedAt: e0,
 			Settings: identity.Settings{PlanFeatures: []string{"fido-import", "vtoken"}, NotificationRetentionSeconds: 3600, AttestationPolicy: "trusted",
 				WebAuthn:         identity.WebAuthn{RPID: "acme.example.com", Origins: []string{"https://acme.example.com"}},
-				MaxTokensPerUser: identity.DefaultMaxTokensPerUser}} // stored before the setting: its default
+				MaxTokensPerUser: identity.DefaultMaxTokensPerUser, MFA: identity.DefaultMFAPolicy()}} // stored before the settings: their defaults
 		tenant2 = identity.Tenant{ID: tn2, Code: "BETA000002", Name: "Beta", CreatedAt: at(time.Second),
 			Settings: identity.Settings{FIDOImportEnabled: true, PlanFeatures: []string{}, NotificationRetentionSeconds: 21600, WebAuthn: identity.WebAuthn{RPID: "beta.example.com", Origins: []string{}},
-				MaxTokensPerUser: identity.DefaultMaxTokensPerUser}}
+				MaxTokensPerUser: identity.DefaultMaxTokensPerUser, MFA: identity.DefaultMFAPolicy()}}
 		userAlice = identity.User{ID: alice, TenantID: tn1, Name: "alice", PasswordHash: "$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", Roles: []string{"tenant-admin", "user"}, CreatedAt: e0}
 		userBob   = identity.User{ID: bob, TenantID: tn1, Name: "bob", PasswordHash: "", Roles: []string{}, CreatedAt: at(time.Second)}
 		oauth     = identity.OAuthClient{ID: "lkc_fixture", TenantID: tn1, Name: "robot", SecretHash: sum("client-secret"), Scopes: []string{"audit:export", "events:read"}, Role: "tenant-admin", CreatedAt: e0}

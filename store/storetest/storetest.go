@@ -16,6 +16,7 @@ import (
 	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/identity/clients"
+	"github.com/latchkey/latchkey/mfa"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/oidc"
 	"github.com/latchkey/latchkey/vault"
@@ -39,6 +40,9 @@ type Store interface {
 	eventstream.Store
 	oidc.Store
 	idempotency.Store
+	mfa.Store
+	identity.ThrottleStore
+	EndUserSessions(ctx context.Context, tenantID string, user identity.ObjectID, now time.Time) error
 	Close() error
 }
 
@@ -56,7 +60,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, userTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, passkeyTests, guideTests, eventStreamTests, eventStreamCursorTests, oauthTests, oidcTests, idempotencyTests, groupTests, passwordTests, directoryTests}
+	groups := [][]test{identityTests, userTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, passkeyTests, guideTests, eventStreamTests, eventStreamCursorTests, oauthTests, oidcTests, idempotencyTests, groupTests, passwordTests, mfaTests, directoryTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

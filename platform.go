@@ -11,6 +11,7 @@ package latchkey
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -129,9 +130,18 @@ type Config struct {
 	OIDCSessionTTL time.Duration
 	OIDCIDTokenTTL time.Duration
 	OIDCRefreshTTL time.Duration
-	// AllowPrivateEndpoints lets event-stream endpoints be on loopback,
-	// private or link-local addresses (off by default: SSRF).
+	// AllowPrivateEndpoints lets event-stream endpoints, and OAuth
+	// clients' jwks_uri, be on loopback, private or link-local addresses
+	// (off by default: SSRF).
 	AllowPrivateEndpoints bool
+	// RequirePAR makes every authorization request come through a pushed
+	// authorization request (RFC 9126 §5), whatever the client's
+	// require_pushed_authorization_requests.
+	RequirePAR bool
+	// ClientCAs are the CAs whose certificates authenticate OAuth clients
+	// registered for tls_client_auth (RFC 8705 §2.1), besides the
+	// platform's own client CA (the example server's -client-ca FILE).
+	ClientCAs *x509.CertPool
 	// EventStreamLeaseFor and EventStreamPollEvery tune the event-stream
 	// delivery engine; zero means eventstream.DefaultLeaseFor and
 	// eventstream.DefaultPollEvery. A dead process's subscriptions are
@@ -322,6 +332,8 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		if n, ok := cfg.Store.(Notifier); ok {
 			icfg.AnnounceRevocation = func(ctx context.Context) error { return n.Notify(ctx, revocationsChannel) }
 		}
+		guard := eventstream.Guard{AllowPrivate: cfg.AllowPrivateEndpoints}
+		icfg.JWKSFetcher, icfg.CheckJWKSURI, icfg.ClientCAs = newJWKSFetcher(guard), guard.CheckEndpoint, p.clientCAPool
 		p.Identity = identity.NewService(icfg)
 		p.Clients, err = clients.New(ctx, clients.Config{
 			Store: cfg.Store, Tenants: cfg.Store, Revoker: p.Identity, Keys: keys, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock,
@@ -387,7 +399,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		Store: cfg.Store, Identity: p.Identity, Users: cfg.Store, Passkeys: p.Authenticators, SecondFactor: hostedSecondFactor{p.MFA},
 		Keys: keys, Sealer: sealer,
 		CSRFKey: sealer.SubKey("oidc-csrf"), Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL,
+		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL, RequirePAR: cfg.RequirePAR,
 	})
 	p.SCIM = scim.NewService(scim.Config{
 		Store: cfg.Store, Accounts: p.Identity, Audit: p.recorder, Events: nativeEvents{p.Events}, Clock: cfg.Clock, Logger: cfg.Logger,

@@ -61,6 +61,14 @@ if [ "$status" -eq 0 ]; then
 			exit 1
 		fi
 	done
+	# API-fapi.md's one-time credentials across 3 processes (R19): a
+	# client assertion's jti and a PAR request_uri succeed once.
+	for t in TestFAPIReplaysAcrossProcesses/client_assertion_jti TestFAPIReplaysAcrossProcesses/request_uri; do
+		if ! grep -q -- "--- PASS: $t" "$out"; then
+			echo "postgres.sh: $t did not run" >&2
+			exit 1
+		fi
+	done
 	# R13/R14 of API-mfa.md: one-time codes and mfa_tokens once across
 	# three processes, the stored throttles.
 	if ! grep -q -- '--- PASS: TestMFAOnceAcrossThreeProcesses' "$out"; then

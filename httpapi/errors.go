@@ -12,6 +12,7 @@ import (
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/oidc"
 	"github.com/latchkey/latchkey/scim"
 )
 
@@ -95,7 +96,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 	msg := messageOf(err, status)
 	oauthCode := "invalid_request"
 	for _, e := range []error{identity.ErrInvalidClient, identity.ErrInvalidGrant, identity.ErrInvalidScope, identity.ErrUnsupportedGrantType,
-		identity.ErrInvalidTarget, identity.ErrUnauthorizedClient, identity.ErrInvalidDPoPProof, identity.ErrInvalidRequest} {
+		identity.ErrInvalidTarget, identity.ErrUnauthorizedClient, identity.ErrInvalidDPoPProof, oidc.ErrInvalidRequestObject, identity.ErrInvalidRequest} {
 		if errors.Is(err, e) {
 			oauthCode = e.Error()
 			break

@@ -232,12 +232,17 @@ func TestMetadataOnBothListeners(t *testing.T) {
 		"introspection_endpoint": "https://id.example/oauth/v1/introspect",
 		"revocation_endpoint":    "https://id.example/oauth/v1/revoke",
 		"mtls_endpoint_aliases": map[string]any{
-			"token_endpoint":         "https://mtls.id.example:8443/oauth/v1/token",
-			"introspection_endpoint": "https://mtls.id.example:8443/oauth/v1/introspect",
-			"revocation_endpoint":    "https://mtls.id.example:8443/oauth/v1/revoke",
+			"token_endpoint":                        "https://mtls.id.example:8443/oauth/v1/token",
+			"introspection_endpoint":                "https://mtls.id.example:8443/oauth/v1/introspect",
+			"revocation_endpoint":                   "https://mtls.id.example:8443/oauth/v1/revoke",
+			"pushed_authorization_request_endpoint": "https://mtls.id.example:8443/oauth/v1/par",
 		},
-		"dpop_signing_alg_values_supported":          []any{"ES256", "EdDSA", "Ed25519"},
-		"tls_client_certificate_bound_access_tokens": true,
+		"pushed_authorization_request_endpoint":                    "https://id.example/oauth/v1/par",
+		"token_endpoint_auth_signing_alg_values_supported":         []any{"ES256", "PS256", "EdDSA", "Ed25519", "RS256"},
+		"introspection_endpoint_auth_signing_alg_values_supported": []any{"ES256", "PS256", "EdDSA", "Ed25519", "RS256"},
+		"revocation_endpoint_auth_signing_alg_values_supported":    []any{"ES256", "PS256", "EdDSA", "Ed25519", "RS256"},
+		"dpop_signing_alg_values_supported":                        []any{"ES256", "EdDSA", "Ed25519"},
+		"tls_client_certificate_bound_access_tokens":               true,
 	}
 	got := map[string]any{}
 	for k := range want {

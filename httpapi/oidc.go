@@ -79,7 +79,7 @@ func (s *Server) oidcEndpoints() oidc.Endpoints {
 	u := s.opts.PublicURL + s.opts.AuthURL
 	return oidc.Endpoints{Authorization: u + authorizePath, Token: u + tokenPath, UserInfo: u + userinfoPath,
 		JWKS: s.opts.PublicURL + "/.well-known/jwks.json", EndSession: u + logoutPath,
-		Introspection: u + introspectPath, Revocation: u + revokePath}
+		Introspection: u + introspectPath, Revocation: u + revokePath, PAR: u + parPath}
 }
 
 func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request) error {

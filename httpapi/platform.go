@@ -183,30 +183,17 @@ func (s *Server) createOAuthClient(w http.ResponseWriter, r *http.Request) error
 	if err != nil {
 		return err
 	}
-	var req struct {
-		Name      string   `json:"name"`
-		Scopes    []string `json:"scopes"`
-		Role      string   `json:"role"`
-		Resources []string `json:"resources"`
-		// The relying-party fields of the OpenID Provider.
-		Type                   string   `json:"type"`
-		RedirectURIs           []string `json:"redirect_uris"`
-		PostLogoutRedirectURIs []string `json:"post_logout_redirect_uris"`
-		GrantTypes             []string `json:"grant_types"`
-		IDTokenAlg             string   `json:"id_token_signed_response_alg"`
-	}
+	var req oauthClientBody
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	c, secret, err := s.p.Identity.RegisterOAuthClient(r.Context(), principal(r), id,
-		identity.NewOAuthClient{Name: req.Name, Scopes: req.Scopes, Role: req.Role, Resources: req.Resources, Type: req.Type,
-			RedirectURIs: req.RedirectURIs, PostLogoutRedirectURIs: req.PostLogoutRedirectURIs, GrantTypes: req.GrantTypes, IDTokenAlg: req.IDTokenAlg})
+	c, secret, err := s.p.Identity.RegisterOAuthClient(r.Context(), principal(r), id, req.registration())
 	if err != nil {
 		return err
 	}
 	body := oauthClientOf(c)
 	if secret != "" {
-		body["client_secret"] = secret // a public client has none
+		body["client_secret"] = secret // shown this once; a client without a secret method has none
 	}
 	writeJSON(w, http.StatusCreated, body)
 	return nil

@@ -307,8 +307,14 @@ func TestOAuthTokenEndpoint(t *testing.T) {
 		})
 	}
 	t.Run("issuance audited with client_id", func(t *testing.T) {
-		rec := lastAudit(t, e, tn.ID)
-		if rec.Action != "oauth.token" || rec.Meta["client_id"] != id {
+		recs, _ := e.Store.ListAuditRecords(t.Context(), tn.ID, 0, 1_000_000)
+		var rec audit.Record
+		for _, r := range recs {
+			if r.Action == "oauth.token" && r.Status == audit.StatusSuccess {
+				rec = r
+			}
+		}
+		if rec.Meta["client_id"] != id {
 			t.Errorf("audit = %+v", rec)
 		}
 	})

@@ -113,6 +113,8 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	}
 	s := &Server{p: p, opts: opts, log: opts.Logger, tracer: p.Tracer(), mux: http.NewServeMux(), styles: map[string]style{}}
 	s.registerPlatform()
+	s.registerOAuthClientAdmin()
+	s.registerPAR()
 	s.registerClients()
 	s.registerVault()
 	s.registerOAuth()

@@ -68,12 +68,7 @@ func userOf(u identity.User) userJSON {
 }
 
 // oauthClientOf is a client as the admin routes answer it: never a secret.
-func oauthClientOf(c identity.OAuthClient) map[string]any {
-	return map[string]any{"client_id": c.ID, "name": c.Name, "scopes": nonNilList(c.Scopes), "role": c.Role,
-		"resources": nonNilList(c.Resources), "createdAt": c.CreatedAt, "type": c.Type, "redirect_uris": nonNilList(c.RedirectURIs),
-		"post_logout_redirect_uris": nonNilList(c.PostLogoutRedirectURIs), "grant_types": nonNilList(c.GrantTypes),
-		"id_token_signed_response_alg": c.IDTokenAlgorithm()}
-}
+func oauthClientOf(c identity.OAuthClient) map[string]any { return oauthClientJSON(c) }
 
 func nonNilList[T any](l []T) []T {
 	if l == nil {

@@ -328,72 +328,117 @@ type NewOAuthClient struct {
 	// GrantTypes default to client_credentials for a confidential client
 	// and authorization_code for a public one.
 	GrantTypes []string
-	// IDTokenAlg is RS256 (default) or ES256.
+	// IDTokenAlg is RS256 (default; ES256 with profile fapi2) or ES256.
 	IDTokenAlg string
+	// ClientMetadata are the authentication method, keys, token binding,
+	// request rules and profile (API-fapi.md).
+	ClientMetadata
+	// RequirePARSet tells that require_pushed_authorization_requests was
+	// sent (profile fapi2 refuses it false, and implies it otherwise).
+	RequirePARSet bool
 }
 
 // RegisterOAuthClient registers an OAuth client and returns it with its
-// secret, which is shown only this once ("" for a public client).
+// secret, which is shown only this once ("" for a client that
+// authenticates otherwise than with a secret).
 func (s *Service) RegisterOAuthClient(ctx context.Context, p Principal, tenantID string, req NewOAuthClient) (OAuthClient, string, error) {
-	name, scopes, role := req.Name, req.Scopes, req.Role
 	if err := checkAdmin(p, tenantID); err != nil {
 		return OAuthClient{}, "", err
 	}
 	if _, err := s.st.GetTenant(ctx, tenantID); err != nil {
 		return OAuthClient{}, "", err
 	}
-	meta := map[string]any{"client": map[string]any{"name": name, "scopes": scopes, "role": role}}
+	meta := map[string]any{"client": map[string]any{"name": req.Name, "scopes": req.Scopes, "role": req.Role}}
 	if len(req.Resources) > 0 {
 		meta["client"].(map[string]any)["resources"] = req.Resources
 	}
 	fail := func(err error) (OAuthClient, string, error) {
 		return OAuthClient{}, "", s.record(ctx, tenantID, "oauth-client.create", err, meta)
 	}
-	if err := textField("name", name, 1, 200); err != nil {
-		return fail(err)
-	}
-	if err := checkSubset("scopes", scopes, append(slices.Clone(AllScopes), OIDCScopes...)); err != nil {
-		return fail(err)
-	}
-	oc, err := checkRelyingParty(req)
+	c, err := s.checkOAuthClient(ctx, req)
 	if err != nil {
 		return fail(err)
 	}
-	if role != "" && !slices.Contains(allRoles, role) {
-		return fail(fault.E(fault.Invalid, fault.Field("role"), "role must be one of "+strings.Join(allRoles, ", ")))
+	c.ID, c.TenantID, c.CreatedAt = "lkc_"+strings.ToLower(rand.Text()), tenantID, s.now()
+	var secret string
+	if !c.IsPublic() && usesSecret(c.AuthMethod) {
+		secret, c.SecretHash = newClientSecret()
+	}
+	meta["client"] = clientAudit(c)
+	if err := s.st.CreateOAuthClient(ctx, c); err != nil {
+		return fail(err)
+	}
+	meta["client_id"] = c.ID
+	return c, secret, s.record(ctx, tenantID, "oauth-client.create", nil, meta)
+}
+
+// newClientSecret makes a client secret and its stored SHA-256.
+func newClientSecret() (string, []byte) {
+	secret := rand.Text() + rand.Text()
+	sum := sha256.Sum256([]byte(secret))
+	return secret, sum[:]
+}
+
+// clientAudit is what an audit record says of a client's registration.
+func clientAudit(c OAuthClient) map[string]any {
+	m := map[string]any{"name": c.Name, "scopes": c.Scopes, "role": c.Role, "type": c.Type, "grant_types": c.GrantTypes,
+		"token_endpoint_auth_method": c.Method(c.IsPublic())}
+	if len(c.Resources) > 0 {
+		m["resources"] = c.Resources
+	}
+	if len(c.RedirectURIs) > 0 {
+		m["redirect_uris"] = c.RedirectURIs
+	}
+	if c.Profile != "" {
+		m["profile"] = c.Profile
+	}
+	if c.JWKSURI != "" {
+		m["jwks_uri"] = c.JWKSURI
+	}
+	return m
+}
+
+// checkOAuthClient validates and normalises a registration (or the whole
+// of a client after a change), naming the field at fault.
+func (s *Service) checkOAuthClient(ctx context.Context, req NewOAuthClient) (OAuthClient, error) {
+	if err := textField("name", req.Name, 1, 200); err != nil {
+		return OAuthClient{}, err
+	}
+	if err := checkSubset("scopes", req.Scopes, append(slices.Clone(AllScopes), OIDCScopes...)); err != nil {
+		return OAuthClient{}, err
+	}
+	if req.IDTokenAlg == "" && req.Profile == ProfileFAPI2 {
+		req.IDTokenAlg = AlgES256 // FAPI 2.0 SP §5.4: not RS256
+	}
+	if req.Type == "" && req.AuthMethod == AuthNone {
+		req.Type = ClientPublic
+	}
+	oc, err := checkRelyingParty(req)
+	if err != nil {
+		return OAuthClient{}, err
+	}
+	if req.Role != "" && !slices.Contains(allRoles, req.Role) {
+		return OAuthClient{}, fault.E(fault.Invalid, fault.Field("role"), "role must be one of "+strings.Join(allRoles, ", "))
 	}
 	if len(req.Resources) > 20 {
-		return fail(fault.E(fault.Invalid, fault.Field("resources"), "at most 20 resources"))
+		return OAuthClient{}, fault.E(fault.Invalid, fault.Field("resources"), "at most 20 resources")
 	}
 	for _, r := range req.Resources {
 		if err := CheckResource(r); err != nil {
-			return fail(err)
+			return OAuthClient{}, err
 		}
 	}
 	var resources []string
 	if len(req.Resources) > 0 {
 		resources = slices.Compact(slices.Sorted(slices.Values(req.Resources)))
 	}
-	var secret string
-	var secretHash []byte
-	if oc.Type != ClientPublic {
-		secret = rand.Text() + rand.Text()
-		sum := sha256.Sum256([]byte(secret))
-		secretHash = sum[:]
+	c := OAuthClient{Name: req.Name, Scopes: nonNil(slices.Compact(slices.Sorted(slices.Values(req.Scopes)))), Role: req.Role, Resources: resources,
+		Type: oc.Type, RedirectURIs: oc.RedirectURIs, PostLogoutRedirectURIs: oc.PostLogoutRedirectURIs, GrantTypes: oc.GrantTypes, IDTokenAlg: oc.IDTokenAlg,
+		ClientMetadata: req.ClientMetadata}
+	if err := checkMetadata(ctx, &c, req.RequirePARSet, s.cfg.CheckJWKSURI); err != nil {
+		return OAuthClient{}, err
 	}
-	c := OAuthClient{ID: "lkc_" + strings.ToLower(rand.Text()), TenantID: tenantID, Name: name, SecretHash: secretHash,
-		Scopes: nonNil(slices.Compact(slices.Sorted(slices.Values(scopes)))), Role: role, Resources: resources, CreatedAt: s.now(),
-		Type: oc.Type, RedirectURIs: oc.RedirectURIs, PostLogoutRedirectURIs: oc.PostLogoutRedirectURIs, GrantTypes: oc.GrantTypes, IDTokenAlg: oc.IDTokenAlg}
-	meta["client"].(map[string]any)["type"] = c.Type
-	meta["client"].(map[string]any)["grant_types"] = c.GrantTypes
-	if len(c.RedirectURIs) > 0 {
-		meta["client"].(map[string]any)["redirect_uris"] = c.RedirectURIs
-	}
-	if err := s.st.CreateOAuthClient(ctx, c); err != nil {
-		return fail(err)
-	}
-	meta["client_id"] = c.ID
-	return c, secret, s.record(ctx, tenantID, "oauth-client.create", nil, meta)
+	return c, nil
 }
 
 // CreateAPIKey creates an API key for the given areas, optionally bound to a
@@ -546,12 +591,15 @@ func checkRelyingParty(req NewOAuthClient) (OAuthClient, error) {
 			grants = []string{GrantAuthorizationCode}
 		}
 	}
-	if err := checkSubset("grant_types", grants, []string{GrantClientCredentials, GrantAuthorizationCode, GrantRefreshToken}); err != nil {
+	if err := checkSubset("grant_types", grants, []string{GrantClientCredentials, GrantAuthorizationCode, GrantRefreshToken, GrantTokenExchange}); err != nil {
 		return c, err
 	}
 	c.GrantTypes = slices.Compact(slices.Sorted(slices.Values(grants)))
 	if c.Type == ClientPublic && c.AllowsGrant(GrantClientCredentials) {
 		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "a public client has no secret, so it cannot use client_credentials")
+	}
+	if c.Type == ClientPublic && c.AllowsGrant(GrantTokenExchange) {
+		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "a public client cannot use token exchange")
 	}
 	if c.AllowsGrant(GrantRefreshToken) && !c.AllowsGrant(GrantAuthorizationCode) {
 		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "refresh_token needs authorization_code")

@@ -386,8 +386,9 @@ type replayCache struct {
 	buckets map[int64][][sha256.Size]byte // iat second -> keys
 	floor   int64                         // refuse iat <= floor (unix seconds)
 
-	purgeMu   sync.Mutex
-	nextPurge time.Time // of the shared store's expired rows
+	purgeMu             sync.Mutex
+	nextPurge           time.Time // of the shared store's expired rows
+	nextAssertionsPurge time.Time // of its expired client assertion rows
 }
 
 // defaultReplayCacheSize bounds the replay cache: about 100 bytes each, so
@@ -458,5 +459,19 @@ func (rc *replayCache) purge(ctx context.Context, st Store, now time.Time) {
 	rc.purgeMu.Unlock()
 	if due {
 		st.PurgeDPoPProofs(ctx, now) // best effort: a failure leaves rows for the next purge
+	}
+}
+
+// purgeAssertions deletes the shared store's expired client assertion
+// rows at most once a minute.
+func (rc *replayCache) purgeAssertions(ctx context.Context, st Store, now time.Time) {
+	rc.purgeMu.Lock()
+	due := !now.Before(rc.nextAssertionsPurge)
+	if due {
+		rc.nextAssertionsPurge = now.Add(time.Minute)
+	}
+	rc.purgeMu.Unlock()
+	if due {
+		st.PurgeClientAssertions(ctx, now) // best effort
 	}
 }

@@ -2,8 +2,6 @@ package identity
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
 	"errors"
 	"fmt"
 	"net/url"
@@ -39,53 +37,6 @@ const (
 	TokenTypeDPoP   = "DPoP"
 )
 
-var errClientAuth = fault.E(fault.Unauthenticated, "client authentication failed", ErrInvalidClient)
-
-// authenticateClient checks an OAuth client's id and secret (the secret's
-// SHA-256 in constant time). A failure of a known client is audited in its
-// tenant under action; every failure is fault.Unauthenticated wrapping
-// ErrInvalidClient.
-func (s *Service) authenticateClient(ctx context.Context, clientID, secret, action string) (OAuthClient, error) {
-	if clientID == "" || secret == "" {
-		return OAuthClient{}, errClientAuth
-	}
-	c, err := s.oauthClient(ctx, clientID)
-	if err != nil && !fault.Is(fault.NotFound, err) {
-		return OAuthClient{}, err
-	}
-	sum := sha256.Sum256([]byte(secret))
-	if err != nil || subtle.ConstantTimeCompare(sum[:], c.SecretHash) != 1 {
-		if err == nil { // the client exists: its tenant sees the failure
-			ctx = audit.WithActor(ctx, c.ID, c.ID)
-			s.record(ctx, c.TenantID, action, fault.E(fault.Unauthenticated, "client authentication failed"), map[string]any{"client_id": c.ID})
-		}
-		return OAuthClient{}, errClientAuth
-	}
-	return c, nil
-}
-
-// AuthenticateClient authenticates a client at the token endpoint: a
-// confidential client by its secret, a public client (OAuthClient.Type
-// public) by its client_id alone, which must then come without a secret.
-// Failures are audited under action (in the tenant of a known client) and
-// are fault.Unauthenticated wrapping ErrInvalidClient.
-func (s *Service) AuthenticateClient(ctx context.Context, clientID, secret, action string) (OAuthClient, error) {
-	if clientID != "" && secret == "" {
-		c, err := s.oauthClient(ctx, clientID)
-		if err != nil && !fault.Is(fault.NotFound, err) {
-			return OAuthClient{}, err
-		}
-		if err == nil && c.IsPublic() {
-			return c, nil
-		}
-	}
-	c, err := s.authenticateClient(ctx, clientID, secret, action)
-	if err == nil && c.IsPublic() {
-		return OAuthClient{}, errClientAuth // a public client has no secret to send
-	}
-	return c, err
-}
-
 // Client returns an OAuth client by client_id (fault.NotFound if absent),
 // through the short-lived lookup cache of the token endpoint.
 func (s *Service) Client(ctx context.Context, clientID string) (OAuthClient, error) {
@@ -109,6 +60,8 @@ type UserAccess struct {
 	User   User
 	Scope  string
 	JTI    string
+	// Confirmation binds the token (RFC 8705, RFC 9449); nil: Bearer.
+	Confirmation *Confirmation
 	// Authn is how the user signed in: the token's acr, amr and
 	// auth_time (RFC 9068 §2.2.1).
 	Authn Authn
@@ -122,6 +75,7 @@ func (s *Service) IssueUserAccess(ctx context.Context, a UserAccess) (string, ti
 	c.Kind, c.ClientID, c.Scope = AccessToken, a.Client.ID, a.Scope
 	c.Audience = jwt.ClaimStrings{s.cfg.Keys.Issuer()}
 	c.ID = a.JTI
+	c.Confirmation = a.Confirmation
 	return s.cfg.Keys.Sign(ctx, c, s.cfg.AccessTokenTTL)
 }
 
@@ -142,6 +96,9 @@ func (s *Service) RevokeTokenID(ctx context.Context, tenantID, jti string, exp t
 		return err
 	}
 	s.revs.noteToken(r)
+	if err := s.revokeExchanged(ctx, tenantID, jti, map[string]bool{}); err != nil {
+		return err
+	}
 	s.announce(ctx)
 	return nil
 }
@@ -149,6 +106,9 @@ func (s *Service) RevokeTokenID(ctx context.Context, tenantID, jti string, exp t
 // TokenRequest is a client_credentials token request (RFC 6749 §4.4).
 type TokenRequest struct {
 	ClientID, ClientSecret string
+	// Auth, when set, is the request's client authentication, instead of
+	// ClientID and ClientSecret.
+	Auth *ClientAuth
 	// Scope is space-separated; empty means every scope of the client.
 	Scope string
 	// Resources are RFC 8707 resource indicators: the token's audience.
@@ -183,7 +143,11 @@ func (s *Service) ClientCredentials(ctx context.Context, clientID, secret, scope
 // the DPoP key. Errors wrap the RFC 6749 (and RFC 8707, RFC 9449) error
 // codes; each issuance and each refusal of a known client is audited.
 func (s *Service) Grant(ctx context.Context, req TokenRequest) (TokenGrant, error) {
-	c, err := s.authenticateClient(ctx, req.ClientID, req.ClientSecret, ActionOAuthToken)
+	auth := ClientAuth{ClientID: req.ClientID, Secret: req.ClientSecret}
+	if req.Auth != nil {
+		auth = *req.Auth
+	}
+	c, err := s.AuthenticateClientRequest(ctx, auth, ActionOAuthToken)
 	if err != nil {
 		return TokenGrant{}, err
 	}
@@ -207,20 +171,12 @@ func (s *Service) Grant(ctx context.Context, req TokenRequest) (TokenGrant, erro
 	if err != nil {
 		return fail(err)
 	}
-	var cnf *Confirmation
-	tokenType := TokenTypeBearer
-	if req.DPoP != nil {
-		d := *req.DPoP
-		d.AccessToken = ""
-		jkt, err := s.verifyDPoP(ctx, d, s.cfg.Clock.Now())
-		if err != nil {
-			if !errors.Is(err, ErrInvalidDPoPProof) {
-				return TokenGrant{}, err
-			}
-			// At the token endpoint a bad proof is a 400 (RFC 9449 §5).
-			return fail(fault.E(fault.Invalid, fault.MessageOf(err), err))
+	cnf, tokenType, err := s.SenderConstraint(ctx, c, Binding{DPoP: req.DPoP, Certificates: auth.Certificates})
+	if err != nil {
+		if fault.Is(fault.Invalid, err) {
+			return fail(err)
 		}
-		cnf, tokenType = &Confirmation{JKT: jkt}, TokenTypeDPoP
+		return TokenGrant{}, err
 	}
 	t, err := s.tenant(ctx, c.TenantID)
 	if err != nil {
@@ -311,7 +267,7 @@ func (s *Service) parseAny(token string) (*Claims, bool) {
 // client authenticated like at the token endpoint (a public client by its
 // client_id alone): see IntrospectFor.
 func (s *Service) Introspect(ctx context.Context, clientID, secret, token string) (Introspection, error) {
-	c, err := s.AuthenticateClient(ctx, clientID, secret, ActionOAuthIntrospect)
+	c, err := s.AuthenticateClientRequest(ctx, ClientAuth{ClientID: clientID, Secret: secret}, ActionOAuthIntrospect)
 	if err != nil {
 		return Introspection{}, err
 	}
@@ -421,6 +377,10 @@ func (s *Service) RevokeFor(ctx context.Context, c OAuthClient, token string) er
 		return s.record(ctx, c.TenantID, ActionOAuthRevoke, err, meta)
 	}
 	s.revs.noteToken(r)
+	// What was exchanged from the token goes with it (RFC 8693).
+	if err := s.revokeExchanged(ctx, tc.TenantID, tc.ID, map[string]bool{}); err != nil {
+		return s.record(ctx, c.TenantID, ActionOAuthRevoke, err, meta)
+	}
 	s.announce(ctx)
 	meta["jti"], meta["sub"] = tc.ID, tc.Subject
 	return s.record(ctx, c.TenantID, ActionOAuthRevoke, nil, meta)

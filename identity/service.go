@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -69,6 +70,16 @@ type Config struct {
 	// stored, to make other processes sharing the store read it at once
 	// (they call RevocationsChanged); without it they read it within 5 s.
 	AnnounceRevocation func(ctx context.Context) error
+
+	// ClientCAs returns the CAs a tls_client_auth client's certificate
+	// must chain to (the platform's client CA and the operator's
+	// -client-ca); nil refuses every such client.
+	ClientCAs func() *x509.CertPool
+	// JWKSFetcher fetches clients' jwks_uri; CheckJWKSURI checks one at
+	// registration (area E's address rules). Nil: jwks_uri is refused at
+	// registration only by its form, and never fetched.
+	JWKSFetcher  JWKSFetcher
+	CheckJWKSURI func(ctx context.Context, field, raw string) error
 }
 
 // Service is the identity area.
@@ -89,6 +100,8 @@ type Service struct {
 	// headers; see dpop.go.
 	replay       *replayCache
 	proofHeaders *proofHeaderCache
+	// jwks caches the key sets of clients' jwks_uri; see clientauth.go.
+	jwks jwksCache
 
 	// throttle counts failed logins (Config.Throttle or Throttles).
 	throttle loginThrottle

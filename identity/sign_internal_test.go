@@ -27,7 +27,7 @@ func TestSignES256MatchesGolangJWT(t *testing.T) {
 		RegisteredClaims: jwt.RegisteredClaims{Issuer: "https://iss.example/<&>", Subject: "c", Audience: jwt.ClaimStrings{"https://iss.example"},
 			IssuedAt: jwt.NewNumericDate(now), NotBefore: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour)), ID: "jti"},
 		TenantID: "t", TenantCode: "ROOT", ClientID: "c", Scope: "audit:export", Roles: []string{"tenant-admin"},
-		Confirmation: &Confirmation{JKT: "thumb"},
+		Confirmation: &Confirmation{JKT: "thumb"}, Act: json.RawMessage(`{"act":{"sub":"web"},"sub":"svc"}`),
 	}
 	for _, kind := range []TokenKind{PlatformToken, AccessToken} {
 		got, err := signES256(ks.header("kid1", kind), claims, key)
@@ -205,7 +205,7 @@ func BenchmarkSignES256(b *testing.B) {
 // jwt.RegisteredClaims gains or loses a JSON field: appendClaims writes
 // each by hand and would silently leave a new one out of every token.
 func TestAppendClaimsKnowsEveryField(t *testing.T) {
-	want := []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "tid", "tcode", "client_id", "scope", "roles", "acr", "amr", "auth_time", "cnf"}
+	want := []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "tid", "tcode", "client_id", "scope", "roles", "acr", "amr", "auth_time", "cnf", "act"}
 	if diff := cmp.Diff(want, jsonFields(reflect.TypeFor[Claims]())); diff != "" {
 		t.Errorf("the JSON fields of Claims changed; update appendClaims (-written +declared):\n%s", diff)
 	}

@@ -114,6 +114,35 @@ type Store interface {
 	// PurgeDPoPProofs deletes the recorded proofs whose ExpiresAt is at or
 	// before now.
 	PurgeDPoPProofs(ctx context.Context, now time.Time) error
+
+	// UpdateOAuthClient replaces the stored client c.ID with c (every
+	// field but ID, TenantID and CreatedAt). NotFound if absent.
+	UpdateOAuthClient(ctx context.Context, c OAuthClient) error
+	// UseClientAssertion records that the client assertion identified by
+	// u.Hash (of client_id and jti) was used, as UseDPoPProof does, in
+	// the store's client_assertion_jtis: Conflict if recorded before and
+	// unexpired at now.
+	UseClientAssertion(ctx context.Context, u DPoPProofUse, now time.Time) error
+	// PurgeClientAssertions deletes the recorded assertions whose
+	// ExpiresAt is at or before now.
+	PurgeClientAssertions(ctx context.Context, now time.Time) error
+
+	// CreateTokenExchangeLink records that l.ChildJTI was exchanged from
+	// l.ParentJTI (RFC 8693). Recording it twice is not an error; links
+	// whose ExpiresAt is before now may be deleted by the same call.
+	CreateTokenExchangeLink(ctx context.Context, l TokenExchangeLink, now time.Time) error
+	// ListTokenExchangeChildren returns the links whose parent is
+	// parentJTI.
+	ListTokenExchangeChildren(ctx context.Context, parentJTI string) ([]TokenExchangeLink, error)
+}
+
+// TokenExchangeLink ties an exchanged access token to the token it was
+// exchanged from, until the exchanged one expires.
+type TokenExchangeLink struct {
+	ParentJTI string
+	ChildJTI  string
+	TenantID  string
+	ExpiresAt time.Time
 }
 
 // RevokedToken refuses one token, named by its jti, until it expires.

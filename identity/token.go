@@ -68,6 +68,9 @@ type Claims struct {
 	// Confirmation binds the token to a key its holder proves it has on
 	// every request (RFC 7800 cnf); nil for a bearer token.
 	Confirmation *Confirmation `json:"cnf,omitempty"`
+	// Act names who acts for the subject of an exchanged token (RFC 8693
+	// §4.1), a compact JSON object; nil otherwise.
+	Act json.RawMessage `json:"act,omitempty"`
 }
 
 // Confirmation is a token's cnf claim: the key a sender-constrained token
@@ -393,6 +396,10 @@ func appendClaims(b []byte, c *Claims) ([]byte, error) {
 			b = jsonenc.AppendString(b, cnf.X5TS256)
 		}
 		b = append(b, '}')
+	}
+	if len(c.Act) > 0 {
+		field(`"act":`)
+		b = append(b, c.Act...)
 	}
 	return append(b, '}'), nil
 }

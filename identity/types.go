@@ -331,6 +331,9 @@ type OAuthClient struct {
 	// ES256.
 	IDTokenAlg string
 	CreatedAt  time.Time
+	// ClientMetadata are the client's authentication method, keys, token
+	// binding, request rules and profile (clientmeta.go).
+	ClientMetadata
 }
 
 // Client types and grant types of OAuthClient.

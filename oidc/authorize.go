@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -40,6 +41,9 @@ type AuthorizationRequest struct {
 	StepUp bool     `json:"su,omitempty"`
 	// Expires is when a sign-in page stops accepting the request (unix).
 	Expires int64 `json:"x,omitempty"`
+	// DPoPJKT binds the code to a DPoP key (RFC 9449 §10): dpop_jkt, or
+	// the key of a pushed request's proof.
+	DPoPJKT string `json:"dj,omitempty"`
 }
 
 // Outcome is the answer to the browser: either a redirect to the client
@@ -94,16 +98,102 @@ const (
 // needs the sign-in page (Outcome.SignIn). Audited as oidc.authorize in
 // the client's tenant, except the error page of an unknown client.
 func (s *Service) Authorize(ctx context.Context, params url.Values, sessionID string) (Outcome, error) {
-	c, req, err := s.checkClient(ctx, params)
-	if err != nil {
+	var (
+		c   identity.OAuthClient
+		req AuthorizationRequest
+		err error
+	)
+	if params.Has("request_uri") && !params.Has("request") {
+		// A pushed request (RFC 9126 §4): checked already, taken once;
+		// the browser's other parameters are ignored.
+		var rerr *RedirectError
+		if c, req, rerr, err = s.pushedRequest(ctx, params); err != nil {
+			return Outcome{}, err
+		}
+		ctx = audit.WithActor(ctx, c.ID, c.ID)
+		meta := map[string]any{"client_id": c.ID, "redirect_uri": req.RedirectURI, "pushed": true}
+		if rerr != nil {
+			return s.refuse(ctx, req, rerr, meta)
+		}
+		meta["scope"] = req.Scope
+		return s.answer(ctx, req, sessionID, meta)
+	}
+	signed := params.Has("request")
+	if signed {
+		if c, params, err = s.objectParams(ctx, params); err != nil {
+			var ro *redirectOutcome
+			if errors.As(err, &ro) {
+				return ro.out, nil
+			}
+			return Outcome{}, err
+		}
+	}
+	if c, req, err = s.checkClient(ctx, params); err != nil {
 		return Outcome{}, err
 	}
 	ctx = audit.WithActor(ctx, c.ID, c.ID)
 	meta := map[string]any{"client_id": c.ID, "redirect_uri": req.RedirectURI}
+	if params.Has("request_uri") {
+		return s.refuse(ctx, req, redirectErr("invalid_request", "send request or request_uri, not both"), meta)
+	}
+	if s.requiresPAR(c) {
+		return s.refuse(ctx, req, redirectErr("invalid_request", "this client must push its authorization requests (PAR) first"), meta)
+	}
+	if c.RequireSignedRequestObject && !signed {
+		return s.refuse(ctx, req, redirectErr("invalid_request", "the client must send a signed request object"), meta)
+	}
 	if rerr := parseAuthorization(params, c, &req); rerr != nil {
 		return s.refuse(ctx, req, rerr, meta)
 	}
 	meta["scope"] = req.Scope
+	return s.answer(ctx, req, sessionID, meta)
+}
+
+// objectParams verifies the request object of a browser's authorization
+// request and returns its client and the object's parameters (RFC 9101
+// §6.3). An unknown client is an error page; a bad object is a redirect
+// with invalid_request_object when the browser's redirect_uri is
+// registered, else an error page.
+func (s *Service) objectParams(ctx context.Context, params url.Values) (identity.OAuthClient, url.Values, error) {
+	if len(params["client_id"]) != 1 {
+		return identity.OAuthClient{}, nil, fault.E(fault.Invalid, fault.Field("client_id"), MsgUnknownClient)
+	}
+	c, err := s.cfg.Identity.Client(ctx, params.Get("client_id"))
+	if fault.Is(fault.NotFound, err) {
+		return identity.OAuthClient{}, nil, fault.E(fault.Invalid, fault.Field("client_id"), MsgUnknownClient)
+	} else if err != nil {
+		return identity.OAuthClient{}, nil, err
+	}
+	obj, err := s.requestParams(ctx, c, params)
+	if err != nil {
+		if _, req, cerr := s.checkClient(ctx, params); cerr == nil {
+			ctx = audit.WithActor(ctx, c.ID, c.ID)
+			meta := map[string]any{"client_id": c.ID, "redirect_uri": req.RedirectURI}
+			code := ErrInvalidRequestObject.Error()
+			if !errors.Is(err, ErrInvalidRequestObject) {
+				code = "invalid_request"
+			}
+			out, rerr := s.refuse(ctx, req, redirectErr(code, "%s", fault.MessageOf(err)), meta)
+			if rerr != nil {
+				return c, nil, rerr
+			}
+			return c, nil, &redirectOutcome{out}
+		}
+		return c, nil, fault.E(fault.Invalid, fault.Field("request"), fault.MessageOf(err))
+	}
+	return c, obj, nil
+}
+
+// redirectOutcome carries a redirect decided before the request's client
+// and redirect URI were checked the usual way.
+type redirectOutcome struct{ out Outcome }
+
+func (r *redirectOutcome) Error() string { return "redirect " + r.out.Redirect }
+
+// answer completes a checked request: at once for a browser whose
+// session answers it, login_required for prompt=none without one, else
+// the sign-in page.
+func (s *Service) answer(ctx context.Context, req AuthorizationRequest, sessionID string, meta map[string]any) (Outcome, error) {
 	if t, err := s.cfg.Identity.Tenant(ctx, req.TenantID); err == nil {
 		req.Floor = floorOf(req, t)
 	} else if !fault.Is(fault.NotFound, err) {
@@ -165,12 +255,6 @@ func parseAuthorization(params url.Values, c identity.OAuthClient, req *Authoriz
 		if len(v[0]) > maxScope {
 			return redirectErr("invalid_request", "parameter %s is too long", k)
 		}
-	}
-	if params.Has("request") {
-		return redirectErr("request_not_supported", "request objects are not supported")
-	}
-	if params.Has("request_uri") {
-		return redirectErr("request_uri_not_supported", "request_uri is not supported")
 	}
 	if rt := params.Get("response_type"); rt != "code" {
 		if rt == "" {
@@ -237,6 +321,12 @@ func parseAuthorization(params url.Values, c identity.OAuthClient, req *Authoriz
 	req.LoginHint = params.Get("login_hint")
 	if len(req.LoginHint) > maxHint {
 		return redirectErr("invalid_request", "login_hint is too long")
+	}
+	if j := params.Get("dpop_jkt"); j != "" {
+		if len(j) != 43 || !unreserved(j) {
+			return redirectErr("invalid_request", "dpop_jkt must be a base64url SHA-256 JWK thumbprint")
+		}
+		req.DPoPJKT = j // binds the code (RFC 9449 §10)
 	}
 	return parseACRValues(params, req)
 }
@@ -341,7 +431,7 @@ func (s *Service) complete(ctx context.Context, req AuthorizationRequest, sess S
 	code := newSecret()
 	ac := AuthCode{Hash: hashOf(code), GrantID: newGrantID(), ClientID: req.ClientID, TenantID: req.TenantID, UserID: sess.UserID,
 		RedirectURI: req.RedirectURI, Challenge: req.CodeChallenge, Scope: req.Scope, Nonce: req.Nonce, SID: sess.SID,
-		AMR: sess.AMR, ACR: idACR(req.ACR, acrOf(sess.ACR, sess.AMR)), AuthTime: sess.AuthTime, CreatedAt: now, ExpiresAt: now.Add(CodeTTL)}
+		AMR: sess.AMR, ACR: idACR(req.ACR, acrOf(sess.ACR, sess.AMR)), AuthTime: sess.AuthTime, CreatedAt: now, ExpiresAt: now.Add(CodeTTL), DPoPJKT: req.DPoPJKT}
 	if err := s.st.CreateAuthCode(ctx, ac); err != nil {
 		return Outcome{}, err
 	}

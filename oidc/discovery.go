@@ -7,12 +7,17 @@ import "github.com/latchkey/latchkey/identity"
 type Endpoints struct {
 	Authorization, Token, UserInfo, JWKS, EndSession string
 	Introspection, Revocation                        string
+	PAR                                              string
 }
+
+// RequiresPAR reports whether every client must push its authorization
+// requests (Config.RequirePAR).
+func (s *Service) RequiresPAR() bool { return s.cfg.RequirePAR }
 
 // Discovery is the OpenID Provider Metadata (OpenID Connect Discovery
 // 1.0 §3), derived from the configuration, never written by hand.
 func (s *Service) Discovery(e Endpoints) map[string]any {
-	auth := []string{"client_secret_basic", "client_secret_post", "none"}
+	auth := []string{identity.AuthClientSecretBasic, identity.AuthClientSecretPost, identity.AuthPrivateKeyJWT, identity.AuthTLSClientAuth, identity.AuthNone}
 	return map[string]any{
 		"issuer":                                s.Issuer(),
 		"authorization_endpoint":                e.Authorization,
@@ -24,7 +29,7 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"revocation_endpoint":                   e.Revocation,
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query"},
-		"grant_types_supported":                 []string{identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantClientCredentials},
+		"grant_types_supported":                 []string{identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantClientCredentials, identity.GrantTokenExchange},
 		"code_challenge_methods_supported":      []string{"S256"},
 		"id_token_signing_alg_values_supported": []string{identity.AlgRS256, identity.AlgES256},
 		"subject_types_supported":               []string{"public"},
@@ -32,11 +37,16 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"acr_values_supported":                  identity.ACRValues,
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "amr", "sid", "at_hash", "azp",
 			"preferred_username", "name", "given_name", "family_name", "email", "email_verified"},
-		"prompt_values_supported":                        []string{"none", "login"},
-		"token_endpoint_auth_methods_supported":          auth,
-		"authorization_response_iss_parameter_supported": true,
-		"request_parameter_supported":                    false,
-		"request_uri_parameter_supported":                false,
-		"claims_parameter_supported":                     false,
+		"prompt_values_supported":                          []string{"none", "login"},
+		"token_endpoint_auth_methods_supported":            auth,
+		"authorization_response_iss_parameter_supported":   true,
+		"token_endpoint_auth_signing_alg_values_supported": identity.JWSAlgorithms,
+		"request_parameter_supported":                      true,
+		"require_signed_request_object":                    false,
+		"request_object_signing_alg_values_supported":      identity.JWSAlgorithms,
+		"pushed_authorization_request_endpoint":            e.PAR,
+		"require_pushed_authorization_requests":            s.cfg.RequirePAR,
+		"request_uri_parameter_supported":                  false,
+		"claims_parameter_supported":                       false,
 	}
 }

@@ -163,7 +163,7 @@ func TestAuthorizeRefusals(t *testing.T) {
 		{"prompt unknown", map[string]string{"prompt": "consent"}, "", "invalid_request"},
 		{"prompt none with login", map[string]string{"prompt": "none login"}, "", "invalid_request"},
 		{"max_age negative", map[string]string{"max_age": "-1"}, "", "invalid_request"},
-		{"request object", map[string]string{"request": "eyJ"}, "", "request_not_supported"},
+		{"request object not a JWS", map[string]string{"request": "eyJ"}, "", "invalid_request_object"},
 		{"prompt none without a session", map[string]string{"prompt": "none"}, "", "login_required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

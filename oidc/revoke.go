@@ -20,7 +20,12 @@ import (
 // while it is unused, unexpired and its user exists; any other token is
 // answered by identity.Service.IntrospectFor. Audited as oauth.introspect.
 func (s *Service) Introspect(ctx context.Context, clientID, secret, token string) (identity.Introspection, error) {
-	c, err := s.cfg.Identity.AuthenticateClient(ctx, clientID, secret, identity.ActionOAuthIntrospect)
+	return s.IntrospectAs(ctx, identity.ClientAuth{ClientID: clientID, Secret: secret}, token)
+}
+
+// IntrospectAs is Introspect for a client authenticated by a.
+func (s *Service) IntrospectAs(ctx context.Context, a identity.ClientAuth, token string) (identity.Introspection, error) {
+	c, err := s.cfg.Identity.AuthenticateClientRequest(ctx, a, identity.ActionOAuthIntrospect)
 	if err != nil {
 		return identity.Introspection{}, err
 	}
@@ -55,7 +60,12 @@ func (s *Service) Introspect(ctx context.Context, clientID, secret, token string
 // already rotated, revokes the grant again, which changes nothing more.
 // Audited as oauth.revoke.
 func (s *Service) Revoke(ctx context.Context, clientID, secret, token string) error {
-	c, err := s.cfg.Identity.AuthenticateClient(ctx, clientID, secret, identity.ActionOAuthRevoke)
+	return s.RevokeAs(ctx, identity.ClientAuth{ClientID: clientID, Secret: secret}, token)
+}
+
+// RevokeAs is Revoke for a client authenticated by a.
+func (s *Service) RevokeAs(ctx context.Context, a identity.ClientAuth, token string) error {
+	c, err := s.cfg.Identity.AuthenticateClientRequest(ctx, a, identity.ActionOAuthRevoke)
 	if err != nil {
 		return err
 	}

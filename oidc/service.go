@@ -56,7 +56,9 @@ const (
 type Identity interface {
 	Client(ctx context.Context, clientID string) (identity.OAuthClient, error)
 	Tenant(ctx context.Context, id string) (identity.Tenant, error)
-	AuthenticateClient(ctx context.Context, clientID, secret, action string) (identity.OAuthClient, error)
+	AuthenticateClientRequest(ctx context.Context, a identity.ClientAuth, action string) (identity.OAuthClient, error)
+	SenderConstraint(ctx context.Context, c identity.OAuthClient, b identity.Binding) (*identity.Confirmation, string, error)
+	VerifyClientJWS(ctx context.Context, c identity.OAuthClient, compact, pinned string) ([]byte, string, error)
 	CheckPassword(ctx context.Context, req identity.LoginRequest, action string) (identity.Tenant, identity.User, error)
 	IssueUserAccess(ctx context.Context, a identity.UserAccess) (string, time.Time, error)
 	RevokeTokenID(ctx context.Context, tenantID, jti string, exp time.Time) error
@@ -116,6 +118,10 @@ type Config struct {
 	IDTokenTTL time.Duration
 	// RefreshTTL is the life of a refresh token; default 30 days.
 	RefreshTTL time.Duration
+	// RequirePAR makes every authorization request come through a pushed
+	// authorization request (RFC 9126 §5), whatever the client's
+	// require_pushed_authorization_requests.
+	RequirePAR bool
 }
 
 // Service is the OpenID Provider.

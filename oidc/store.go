@@ -33,6 +33,9 @@ type AuthCode struct {
 	ExpiresAt time.Time
 	// UsedAt is when the code was redeemed; nil until then.
 	UsedAt *time.Time
+	// DPoPJKT binds the code to a DPoP key (RFC 9449 §10): its exchange
+	// needs a proof of that key. "" for none.
+	DPoPJKT string
 }
 
 // RefreshToken is a refresh token of the code flow as stored (only its
@@ -53,6 +56,9 @@ type RefreshToken struct {
 	CreatedAt time.Time
 	ExpiresAt time.Time
 	UsedAt    *time.Time
+	// DPoPJKT binds a public client's token to its DPoP key (RFC 9449
+	// §5): a refresh without a proof of that key is a theft. "" for none.
+	DPoPJKT string
 }
 
 // Session is a browser's sign-in at the hosted page: a second
@@ -113,8 +119,35 @@ type Store interface {
 	// DeleteOIDCSession removes the session whose id hashes to idHash.
 	// NotFound if absent.
 	DeleteOIDCSession(ctx context.Context, idHash []byte) error
+
+	PARStore
 }
 
 // CodeRetention is how long a code is kept after it expired, so that a
 // replay soon after still finds it and revokes what it issued.
 const CodeRetention = time.Hour
+
+// PushedRequest is a pushed authorization request (RFC 9126) as stored:
+// the SHA-256 of its request_uri and the checked request, taken once.
+type PushedRequest struct {
+	Hash      []byte
+	ClientID  string
+	TenantID  string
+	Request   AuthorizationRequest
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	UsedAt    *time.Time
+}
+
+// PARStore keeps pushed authorization requests (a narrow store of its
+// own, as fosite's flows have; every platform store implements it).
+type PARStore interface {
+	// CreatePushedRequest stores r. Conflict if its hash exists. Requests
+	// that expired more than CodeRetention before r.CreatedAt may be
+	// deleted by the same call.
+	CreatePushedRequest(ctx context.Context, r PushedRequest) error
+	// TakePushedRequest marks the request whose hash is hash used at now
+	// and returns it as it was before, as TakeAuthCode does: UsedAt nil
+	// for exactly one caller in any process. NotFound if absent.
+	TakePushedRequest(ctx context.Context, hash []byte, now time.Time) (PushedRequest, error)
+}

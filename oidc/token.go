@@ -27,6 +27,30 @@ type TokenRequest struct {
 	CodeVerifier string
 	RefreshToken string
 	Scope        string
+	// Auth, when set, is the request's client authentication, instead of
+	// ClientID and ClientSecret.
+	Auth *identity.ClientAuth
+	// DPoP is the request's DPoP proof, if any: the access token is then
+	// bound to its key (RFC 9449 §5); the ID token never is.
+	DPoP *identity.DPoPRequest
+}
+
+// binding is the request's sender constraint: its proof and the client
+// certificate of its authentication.
+func (r TokenRequest) binding() identity.Binding {
+	b := identity.Binding{DPoP: r.DPoP}
+	if r.Auth != nil {
+		b.Certificates = r.Auth.Certificates
+	}
+	return b
+}
+
+// clientAuth is the request's client authentication.
+func (r TokenRequest) clientAuth() identity.ClientAuth {
+	if r.Auth != nil {
+		return *r.Auth
+	}
+	return identity.ClientAuth{ClientID: r.ClientID, Secret: r.ClientSecret}
 }
 
 // Tokens is the token response of the code flow (OpenID Connect Core
@@ -78,7 +102,7 @@ func invalidGrant(msg string) error { return fault.E(fault.Invalid, msg, identit
 // sent with the authorization request's redirect_uri and the PKCE
 // verifier whose S256 is the challenge.
 func (s *Service) redeemCode(ctx context.Context, req TokenRequest) (Tokens, error) {
-	c, err := s.cfg.Identity.AuthenticateClient(ctx, req.ClientID, req.ClientSecret, ActionCode)
+	c, err := s.cfg.Identity.AuthenticateClientRequest(ctx, req.clientAuth(), ActionCode)
 	if err != nil {
 		return Tokens{}, err
 	}
@@ -117,12 +141,21 @@ func (s *Service) redeemCode(ctx context.Context, req TokenRequest) (Tokens, err
 	case !verifierMatches(req.CodeVerifier, ac.Challenge):
 		return fail(invalidGrant("code_verifier does not match the code_challenge"))
 	}
+	cnf, tokenType, err := s.cfg.Identity.SenderConstraint(ctx, c, req.binding())
+	if err != nil {
+		return fail(err)
+	}
+	if ac.DPoPJKT != "" && (cnf == nil || cnf.JKT != ac.DPoPJKT) {
+		// RFC 9449 §10.1: the code is spent all the same.
+		return fail(invalidGrant("the code is bound to a DPoP key: the exchange needs a proof of that key"))
+	}
 	t, u, err := s.subject(ctx, ac.TenantID, ac.UserID)
 	if err != nil {
 		return fail(err)
 	}
 	g := grant{client: c, tenant: t, user: u, grantID: ac.GrantID, scope: ac.Scope, nonce: ac.Nonce, sid: ac.SID, amr: ac.AMR, acr: acrOf(ac.ACR, ac.AMR),
-		authTime: ac.AuthTime}
+		authTime: ac.AuthTime,
+		cnf:      cnf, tokenType: tokenType}
 	out, err := s.issue(ctx, g, ac.GrantID)
 	if err != nil {
 		return Tokens{}, err
@@ -198,6 +231,12 @@ type grant struct {
 	// else the acr it reached. Access tokens say the acr reached (of amr).
 	acr      string
 	authTime time.Time
+	// cnf binds the access token; tokenType is Bearer or DPoP.
+	cnf       *identity.Confirmation
+	tokenType string
+	// noRefresh issues no refresh token: a FAPI 2.0 client's refresh
+	// keeps its token (SP §5.3.2.1: no rotation).
+	noRefresh bool
 }
 
 // acrOf is a stored acr, or, for a row stored before acr was kept, the
@@ -213,11 +252,14 @@ func acrOf(acr string, amr []string) string {
 // has openid, and stores a refresh token when it has offline_access.
 func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error) {
 	access, _, err := s.cfg.Identity.IssueUserAccess(ctx, identity.UserAccess{Client: g.client, Tenant: g.tenant, User: g.user, Scope: g.scope, JTI: jti,
-		Authn: identity.Authn{AMR: g.amr, ACR: identity.ACRFor(g.amr), AuthTime: g.authTime}})
+		Authn: identity.Authn{AMR: g.amr, ACR: identity.ACRFor(g.amr), AuthTime: g.authTime}, Confirmation: g.cnf})
 	if err != nil {
 		return Tokens{}, err
 	}
-	out := Tokens{AccessToken: access, TokenType: identity.TokenTypeBearer, ExpiresIn: int64(s.cfg.Identity.AccessTokenTTL() / time.Second), Scope: g.scope}
+	if g.tokenType == "" {
+		g.tokenType = identity.TokenTypeBearer
+	}
+	out := Tokens{AccessToken: access, TokenType: g.tokenType, ExpiresIn: int64(s.cfg.Identity.AccessTokenTTL() / time.Second), Scope: g.scope}
 	scopes := strings.Fields(g.scope)
 	if slices.Contains(scopes, identity.ScopeOpenID) {
 		now := s.cfg.Clock.Now().Truncate(time.Second)
@@ -229,12 +271,26 @@ func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error
 			return Tokens{}, err
 		}
 	}
-	if slices.Contains(scopes, identity.ScopeOfflineAccess) && g.client.AllowsGrant(identity.GrantRefreshToken) {
+	if g.noRefresh {
+		// No new refresh token; a spent row nobody holds the secret of
+		// records the access token, so revoking the grant reaches it.
+		now := s.now()
+		if err := s.st.CreateOIDCRefreshToken(ctx, RefreshToken{Hash: hashOf(newSecret()), GrantID: g.grantID, ClientID: g.client.ID, TenantID: g.tenant.ID,
+			UserID: g.user.ID, Scope: g.scope, SID: g.sid, AMR: g.amr, AuthTime: g.authTime, AccessJTI: jti,
+			CreatedAt: now, ExpiresAt: now.Add(s.cfg.Identity.AccessTokenTTL()), UsedAt: &now}); err != nil {
+			return Tokens{}, err
+		}
+	}
+	if slices.Contains(scopes, identity.ScopeOfflineAccess) && g.client.AllowsGrant(identity.GrantRefreshToken) && !g.noRefresh {
 		rt := newSecret()
 		now := s.now()
+		var jkt string
+		if g.client.IsPublic() && g.cnf != nil {
+			jkt = g.cnf.JKT // RFC 9449 §5: a public client's token is bound to its key
+		}
 		if err := s.st.CreateOIDCRefreshToken(ctx, RefreshToken{Hash: hashOf(rt), GrantID: g.grantID, ClientID: g.client.ID, TenantID: g.tenant.ID,
 			UserID: g.user.ID, Scope: g.scope, SID: g.sid, AMR: g.amr, ACR: g.acr, AuthTime: g.authTime, AccessJTI: jti,
-			CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL)}); err != nil {
+			CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL), DPoPJKT: jkt}); err != nil {
 			return Tokens{}, err
 		}
 		out.RefreshToken = rt
@@ -255,7 +311,7 @@ func AtHash(accessToken string) string {
 // revokes its whole grant (RFC 9700 §4.14.2). A scope may narrow the
 // grant's, never widen it.
 func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error) {
-	c, err := s.cfg.Identity.AuthenticateClient(ctx, req.ClientID, req.ClientSecret, ActionRefresh)
+	c, err := s.cfg.Identity.AuthenticateClientRequest(ctx, req.clientAuth(), ActionRefresh)
 	if err != nil {
 		return Tokens{}, err
 	}
@@ -268,8 +324,21 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 	if req.RefreshToken == "" || len(req.RefreshToken) > maxParam {
 		return fail(fault.E(fault.Invalid, fault.Field("refresh_token"), "refresh_token is required", identity.ErrInvalidRequest))
 	}
+	// Before the token is taken: a refresh lacking the proof or the
+	// certificate the client's tokens need spends nothing (API-fapi.md).
+	cnf, tokenType, err := s.cfg.Identity.SenderConstraint(ctx, c, req.binding())
+	if err != nil {
+		return fail(err)
+	}
 	now := s.now()
-	rt, err := s.st.TakeOIDCRefreshToken(ctx, hashOf(req.RefreshToken), now)
+	var rt RefreshToken
+	if c.IsFAPI2() {
+		// Not rotated: the token stays valid, so a retry after a lost
+		// answer still works (FAPI 2.0 SP §5.3.2.1).
+		rt, err = s.st.GetOIDCRefreshToken(ctx, hashOf(req.RefreshToken))
+	} else {
+		rt, err = s.st.TakeOIDCRefreshToken(ctx, hashOf(req.RefreshToken), now)
+	}
 	if fault.Is(fault.NotFound, err) {
 		return fail(invalidGrant("the refresh token is invalid"))
 	} else if err != nil {
@@ -287,7 +356,15 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 		return fail(invalidGrant("the refresh token was revoked or already used; its grant is revoked"))
 	case !now.Before(rt.ExpiresAt):
 		return fail(invalidGrant("the refresh token has expired"))
+	case rt.DPoPJKT != "" && (cnf == nil || cnf.JKT != rt.DPoPJKT):
+		// A public client's token presented without its key: stolen.
+		if err := s.revokeGrant(ctx, rt.TenantID, rt.GrantID, rt.CreatedAt, now); err != nil {
+			return Tokens{}, err
+		}
+		meta["revoked"] = true
+		return fail(invalidGrant("the refresh token is bound to a DPoP key: presented without a proof of it, its grant is revoked"))
 	}
+
 	scope := rt.Scope
 	if req.Scope != "" {
 		for _, sc := range strings.Fields(req.Scope) {
@@ -304,7 +381,8 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 	if err != nil {
 		return fail(err)
 	}
-	g := grant{client: c, tenant: t, user: u, grantID: rt.GrantID, scope: scope, sid: rt.SID, amr: rt.AMR, acr: acrOf(rt.ACR, rt.AMR), authTime: rt.AuthTime}
+	g := grant{client: c, tenant: t, user: u, grantID: rt.GrantID, scope: scope, sid: rt.SID, amr: rt.AMR, acr: acrOf(rt.ACR, rt.AMR), authTime: rt.AuthTime,
+		cnf: cnf, tokenType: tokenType, noRefresh: c.IsFAPI2()}
 	out, err := s.issue(ctx, g, newGrantID())
 	if err != nil {
 		return Tokens{}, err

@@ -168,6 +168,7 @@ func cloneOAuthClient(c identity.OAuthClient) identity.OAuthClient {
 	c.RedirectURIs = slices.Clone(c.RedirectURIs)
 	c.PostLogoutRedirectURIs = slices.Clone(c.PostLogoutRedirectURIs)
 	c.GrantTypes = slices.Clone(c.GrantTypes)
+	c.JWKS = slices.Clone(c.JWKS)
 	return c
 }
 

@@ -15,6 +15,10 @@ import (
 type oauthData struct {
 	revoked map[string]identity.RevokedToken // by jti
 	proofs  map[string]time.Time             // by hash: ExpiresAt
+	// assertions are the client assertions seen, by hash: ExpiresAt.
+	assertions map[string]time.Time
+	// links are the token exchange links, by parent and child jti.
+	links map[[2]string]identity.TokenExchangeLink
 }
 
 // oauthArea returns the OAuth state, creating it on first use; s.mu held.

@@ -11,14 +11,16 @@ import (
 
 // oidcData is the OpenID Provider's state, made on first use.
 type oidcData struct {
-	codes    map[string]oidc.AuthCode     // by string(Hash)
-	refresh  map[string]oidc.RefreshToken // by string(Hash)
-	sessions map[string]oidc.Session      // by string(IDHash)
+	codes    map[string]oidc.AuthCode      // by string(Hash)
+	refresh  map[string]oidc.RefreshToken  // by string(Hash)
+	sessions map[string]oidc.Session       // by string(IDHash)
+	pushed   map[string]oidc.PushedRequest // by string(Hash)
 }
 
 func (s *Store) oidcMaps() *oidcData {
 	if s.oidc.codes == nil {
-		s.oidc = oidcData{codes: map[string]oidc.AuthCode{}, refresh: map[string]oidc.RefreshToken{}, sessions: map[string]oidc.Session{}}
+		s.oidc = oidcData{codes: map[string]oidc.AuthCode{}, refresh: map[string]oidc.RefreshToken{}, sessions: map[string]oidc.Session{},
+			pushed: map[string]oidc.PushedRequest{}}
 	}
 	return &s.oidc
 }

@@ -209,21 +209,23 @@ func (s *Store) CreateOAuthClient(ctx context.Context, c identity.OAuthClient) e
 		typ = identity.ClientConfidential
 	}
 	return s.exec(ctx, `INSERT INTO oauth_clients (id, tenant_id, name, secret_hash, scopes, role, resources, created_at,
-		client_type, redirect_uris, post_logout_redirect_uris, grant_types, id_token_alg) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+		client_type, redirect_uris, post_logout_redirect_uris, grant_types, id_token_alg, metadata) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		c.ID, c.TenantID, c.Name, append([]byte{}, c.SecretHash...), jsonText(c.Scopes), c.Role, jsonText(append([]string{}, c.Resources...)), c.CreatedAt,
-		typ, append([]string{}, c.RedirectURIs...), append([]string{}, c.PostLogoutRedirectURIs...), append([]string{}, c.GrantTypes...), c.IDTokenAlg)
+		typ, append([]string{}, c.RedirectURIs...), append([]string{}, c.PostLogoutRedirectURIs...), append([]string{}, c.GrantTypes...), c.IDTokenAlg,
+		jsonText(c.ClientMetadata))
 }
 
 const oauthClientCols = `id, tenant_id, name, secret_hash, scopes, role, resources, created_at,
-	client_type, redirect_uris, post_logout_redirect_uris, grant_types, id_token_alg`
+	client_type, redirect_uris, post_logout_redirect_uris, grant_types, id_token_alg, metadata`
 
 func scanOAuthClient(row Row) (identity.OAuthClient, error) {
 	var (
 		c                 identity.OAuthClient
 		scopes, resources []byte
+		metadata          string
 	)
 	if err := row.Scan(&c.ID, &c.TenantID, &c.Name, &c.SecretHash, &scopes, &c.Role, &resources, &c.CreatedAt,
-		&c.Type, &c.RedirectURIs, &c.PostLogoutRedirectURIs, &c.GrantTypes, &c.IDTokenAlg); err != nil {
+		&c.Type, &c.RedirectURIs, &c.PostLogoutRedirectURIs, &c.GrantTypes, &c.IDTokenAlg, &metadata); err != nil {
 		return identity.OAuthClient{}, err
 	}
 	if len(c.SecretHash) == 0 {
@@ -240,6 +242,9 @@ func scanOAuthClient(row Row) (identity.OAuthClient, error) {
 	}
 	if len(c.Resources) == 0 {
 		c.Resources = nil // a client without resources reads as it was written
+	}
+	if err := unmarshal([]byte(metadata), &c.ClientMetadata); err != nil {
+		return identity.OAuthClient{}, err
 	}
 	return c, unmarshal(scopes, &c.Scopes)
 }

@@ -59,6 +59,11 @@ type Config struct {
 	// latchkey.Config); zero means the defaults.
 	ExportLeaseFor, ExportPollEvery time.Duration
 	AllowPrivateEndpoints           bool
+	// ClientCAFile is a PEM file of CAs whose certificates authenticate
+	// tls_client_auth OAuth clients, besides the platform's client CA.
+	ClientCAFile string
+	// RequirePAR makes every authorization request a pushed one (RFC 9126).
+	RequirePAR bool
 	// PublicURL is the issuer and the origin of every absolute URL the
 	// server writes; "" means http://<Addr> (see DefaultPublicURL).
 	PublicURL string
@@ -158,7 +163,18 @@ func Run(ctx context.Context, cfg Config) error {
 			log.Info("tracing on: exporting spans over OTLP (OTEL_* environment)")
 		}
 	}
-	p, err := latchkey.New(ctx, latchkey.Config{Store: st, MasterKey: key, Logger: log, Issuer: public, TracerProvider: tp,
+	var clientCAs *x509.CertPool
+	if cfg.ClientCAFile != "" {
+		pemCAs, err := os.ReadFile(cfg.ClientCAFile)
+		if err != nil {
+			return fmt.Errorf("-client-ca: %w", err)
+		}
+		clientCAs = x509.NewCertPool()
+		if !clientCAs.AppendCertsFromPEM(pemCAs) {
+			return fmt.Errorf("-client-ca: %s holds no PEM certificate", cfg.ClientCAFile)
+		}
+	}
+	p, err := latchkey.New(ctx, latchkey.Config{Store: st, ClientCAs: clientCAs, RequirePAR: cfg.RequirePAR, MasterKey: key, Logger: log, Issuer: public, TracerProvider: tp,
 		ArchiveDir: archives, InstanceName: cfg.InstanceName, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
 		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed,
 		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints})

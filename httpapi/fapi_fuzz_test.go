@@ -1,0 +1,46 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/latchkey/latchkey/latchkeytest"
+)
+
+// FuzzPushedRequest sends arbitrary PAR bodies, and arbitrary signed
+// request objects (signed by the client's registered key, so the fuzzer
+// reaches the claims), of an authenticated client: the answer is 201 or
+// an RFC 9126 400, never a 5xx.
+func FuzzPushedRequest(f *testing.F) {
+	e := latchkeytest.New(f)
+	tn := e.NewTenant("Acme")
+	key := newAssertionKey(f, "k1")
+	cl := registerClient(f, e, tn, map[string]any{"name": "fuzz", "scopes": []string{"openid"}, "grant_types": []string{"authorization_code"},
+		"redirect_uris": []string{"https://app.example/cb"}, "token_endpoint_auth_method": "client_secret_post", "jwks": key.jwks()})
+	id, secret := cl["client_id"].(string), cl["client_secret"].(string)
+	_, challenge := pkce("fuzz")
+	f.Add("response_type=code&redirect_uri=https%3A%2F%2Fapp.example%2Fcb&scope=openid&code_challenge="+challenge+"&code_challenge_method=S256", `{}`)
+	f.Add("request_uri=urn:ietf:params:oauth:request_uri:x", `{"response_type":"code","redirect_uri":"https://app.example/cb","scope":"openid"}`)
+	f.Add("scope=openid&scope=openid&dpop_jkt=%00", `{"max_age":1e300,"aud":[1,{}],"request":"x"}`)
+	f.Fuzz(func(t *testing.T, body, claims string) {
+		e := e.For(t)
+		if r := e.Do("POST", "/oauth/v1/par", body+"&client_id="+id+"&client_secret="+secret, formCT); r.Status >= 500 || (r.Status != 201 && r.Status != 400) {
+			t.Fatalf("body %q: %d %s", body, r.Status, r.Body)
+		}
+		// A request object: the fuzzed claims, with the required ones.
+		now := e.Clock.Now()
+		c := map[string]any{}
+		if err := jsonUnmarshal([]byte(claims), &c); err != nil {
+			return
+		}
+		c["iss"], c["client_id"], c["aud"], c["nbf"], c["exp"] = id, id, "https://latchkey.test", now.Unix(), now.Add(time.Minute).Unix()
+		form := url.Values{"client_id": {id}, "client_secret": {secret}, "request": {key.assertion(map[string]any{"typ": "oauth-authz-req+jwt"}, c)}}
+		if r := e.Do("POST", "/oauth/v1/par", form.Encode(), formCT); r.Status != 201 && r.Status != 400 {
+			t.Fatalf("claims %q: %d %s", claims, r.Status, r.Body)
+		}
+	})
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

@@ -49,7 +49,10 @@ func (f fidoFactors) DeleteAll(ctx context.Context, tenantID string, user identi
 // hostedSecondFactor is package mfa as the OpenID Provider's hosted page
 // asks it (oidc.SecondFactor), so that oidc and mfa import neither each
 // other.
-type hostedSecondFactor struct{ m *mfa.Service }
+type hostedSecondFactor struct {
+	m *mfa.Service
+	a *authenticator.Service
+}
 
 func (h hostedSecondFactor) Verify(ctx context.Context, in oidc.StepInput) (identity.Tenant, identity.User, identity.Authn, []string, error) {
 	r, err := h.m.Verify(ctx, mfa.Step{GrantType: in.GrantType, Token: in.Token, OTP: in.OTP, RecoveryCode: in.RecoveryCode,
@@ -80,4 +83,12 @@ func (g guideSecondFactor) VerifyGuide(ctx context.Context, in guide.SecondStep)
 	r, err := g.m.Verify(ctx, mfa.Step{GrantType: in.GrantType, Token: in.Token, OTP: in.OTP, RecoveryCode: in.RecoveryCode,
 		FlowID: in.FlowID, Credential: in.Credential, Origin: identity.OriginGuide, RemoteAddr: in.RemoteAddr})
 	return r.Tenant, r.User, r.Authn, err
+}
+
+func (h hostedSecondFactor) EnrollPasskeyOptions(ctx context.Context, token string) (any, error) {
+	p, err := h.m.EnrollingPrincipal(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	return h.a.BeginPasskeyRegistration(ctx, p)
 }

@@ -396,7 +396,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
 	})
 	p.OIDC = oidc.NewService(oidc.Config{
-		Store: cfg.Store, Identity: p.Identity, Users: cfg.Store, Passkeys: p.Authenticators, SecondFactor: hostedSecondFactor{p.MFA},
+		Store: cfg.Store, Identity: p.Identity, Users: cfg.Store, Passkeys: p.Authenticators, SecondFactor: hostedSecondFactor{p.MFA, p.Authenticators},
 		Keys: keys, Sealer: sealer,
 		CSRFKey: sealer.SubKey("oidc-csrf"), Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL, RequirePAR: cfg.RequirePAR,

@@ -290,17 +290,8 @@ func (s *Service) BeginPasskeyLogin(ctx context.Context, authDomain, name string
 			return PasskeyRequest{}, err
 		default:
 			t.user = u
-			items, _, err := s.cfg.Store.ListAuthenticators(ctx, tenant.ID, u.ID, 0, maxListedCredentials)
-			if err != nil {
+			if allow, err = s.activeCredentials(ctx, tenant.ID, u.ID); err != nil {
 				return PasskeyRequest{}, err
-			}
-			for _, a := range items {
-				if a.State != StateActive {
-					continue
-				}
-				if id, err := base64.RawURLEncoding.DecodeString(a.ID); err == nil {
-					allow = append(allow, protocol.CredentialDescriptor{Type: protocol.PublicKeyCredentialType, CredentialID: id})
-				}
 			}
 			if len(allow) == 0 { // as for a name no user has
 				allow = append(allow, protocol.CredentialDescriptor{Type: protocol.PublicKeyCredentialType, CredentialID: s.decoyID(tenant.ID, name)})

@@ -30,17 +30,27 @@ const MsgSecondFactorRefused = "The passkey was refused."
 // ActiveAuthenticators returns how many active authenticators user has
 // in tenant: those that can be a second factor.
 func (s *Service) ActiveAuthenticators(ctx context.Context, tenantID string, user identity.ObjectID) (int, error) {
+	allow, err := s.activeCredentials(ctx, tenantID, user)
+	return len(allow), err
+}
+
+// activeCredentials are the user's active authenticators as the
+// allowCredentials of an assertion (never nil).
+func (s *Service) activeCredentials(ctx context.Context, tenantID string, user identity.ObjectID) ([]protocol.CredentialDescriptor, error) {
 	items, _, err := s.cfg.Store.ListAuthenticators(ctx, tenantID, user, 0, maxListedCredentials)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	n := 0
+	allow := []protocol.CredentialDescriptor{}
 	for _, a := range items {
-		if a.State == StateActive {
-			n++
+		if a.State != StateActive {
+			continue
+		}
+		if id, err := base64.RawURLEncoding.DecodeString(a.ID); err == nil {
+			allow = append(allow, protocol.CredentialDescriptor{Type: protocol.PublicKeyCredentialType, CredentialID: id})
 		}
 	}
-	return n, nil
+	return allow, nil
 }
 
 // BeginSecondFactor issues the request options of a second-factor
@@ -49,18 +59,9 @@ func (s *Service) ActiveAuthenticators(ctx context.Context, tenantID string, use
 // ChallengeTTL).
 func (s *Service) BeginSecondFactor(ctx context.Context, t identity.Tenant, u identity.User) (PasskeyRequest, error) {
 	tg := target{tenant: t, user: u}
-	allow := []protocol.CredentialDescriptor{}
-	items, _, err := s.cfg.Store.ListAuthenticators(ctx, t.ID, u.ID, 0, maxListedCredentials)
+	allow, err := s.activeCredentials(ctx, t.ID, u.ID)
 	if err != nil {
 		return PasskeyRequest{}, err
-	}
-	for _, a := range items {
-		if a.State != StateActive {
-			continue
-		}
-		if id, err := base64.RawURLEncoding.DecodeString(a.ID); err == nil {
-			allow = append(allow, protocol.CredentialDescriptor{Type: protocol.PublicKeyCredentialType, CredentialID: id})
-		}
 	}
 	c, err := s.newChallenge(ctx, tg, CeremonyPasskeySecond, UVDiscouraged)
 	if err != nil {

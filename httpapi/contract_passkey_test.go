@@ -64,7 +64,15 @@ func contractPasskeys(t *testing.T, c *contract, f fixture) {
 		if a := decode[map[string]any](t, got); a["id"] != d.ID() || a["state"] != "active" || a["metadata"].(map[string]any)["provenance"] != "inline" {
 			t.Errorf("registered %s", got)
 		}
-		c.do(t, call{method: "POST", path: me, token: dave, body: body, want: 400})           // the flow is spent
+		c.do(t, call{method: "POST", path: me, token: dave, body: body, want: 400}) // the flow is spent
+		// dave has a factor now: adding one needs a step-up (API-mfa.md),
+		// which a sign-in with his passkey gives.
+		c.do(t, call{method: "POST", path: me + "/options", token: dave, body: []byte(`{}`), want: 401})
+		_, got = c.do(t, call{method: "POST", path: "/api/v1/auth/passkeys/options", body: jsonBody(map[string]string{"auth_domain": tenantCode}), want: 200})
+		o := decode[map[string]any](t, got)
+		_, got = c.do(t, call{method: "POST", path: "/api/v1/auth/tokens/", want: 200, body: jsonBody(map[string]any{"grant_type": "passkey", "flowId": o["flowId"],
+			"credential": jsonRaw(d.PasskeyAssertionJSON(o["publicKey"].(map[string]any)["challenge"].(string)))})})
+		dave = decode[map[string]any](t, got)["jwt"].(string)
 		c.do(t, call{method: "POST", path: me, token: dave, body: register(t, d), want: 409}) // already registered
 		c.do(t, call{method: "POST", path: me, token: dave, body: []byte(`{"flowId":`), req: reqInvalid, want: 400})
 		c.do(t, call{method: "POST", path: me, token: robot, body: register(t, authenticatortest.New(contractRPID, contractOrigin)), want: 403})

@@ -58,3 +58,38 @@ func TestOIDCBrowserTOTPSecondStep(t *testing.T) {
 		t.Errorf("ID token acr %v amr %v", res.claims["acr"], res.claims["amr"])
 	}
 }
+
+// TestOIDCBrowserPasskeySecondFactorStepUp: the relying party asks
+// acr_values=urn:latchkey:acr:phr; the administrator, whose passkey lives
+// in Chrome's virtual authenticator, signs in with the password, and the
+// page asks only for a phishing-resistant second factor ("Use a
+// passkey"); the assertion completes the sign-in, and the ID token says
+// acr phr and amr pwd hwk ... mfa.
+func TestOIDCBrowserPasskeySecondFactorStepUp(t *testing.T) {
+	b := newPasskeyBrowser(t)
+	b.registerInGuide()
+	rp := browserRP(t, b, true)
+	b.run("open the sign-in page", chromedp.Navigate(rp.srv.URL+"/login?acr_values="+identity.ACRPhishingResistant), chromedp.WaitVisible(`#username`))
+	b.run("sign in with the password",
+		chromedp.SendKeys(`#username`, "admin"), chromedp.SendKeys(`#password`, "admin-password-1"),
+		chromedp.Click(`#sign-in`), chromedp.WaitVisible(`#passkey`))
+	if n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll("#otp, #use-recovery").length`)); err != nil || n != 0 {
+		t.Errorf("a phr floor offers %d other factors (%v)", n, err)
+	}
+	b.run("use the passkey", chromedp.Click(`#passkey`), chromedp.WaitVisible(`#rp, body[data-signin="error"]`))
+	if msg := b.textNow(`#error`); msg != "" {
+		t.Fatalf("the page shows %q", msg)
+	}
+	res := rp.result()
+	if res.err != nil {
+		t.Fatalf("relying party: %v", res.err)
+	}
+	amr, _ := res.claims["amr"].([]any)
+	var got []string
+	for _, a := range amr {
+		got = append(got, a.(string))
+	}
+	if res.claims["acr"] != identity.ACRPhishingResistant || len(got) < 3 || got[0] != "pwd" || got[1] != "hwk" || got[len(got)-1] != "mfa" {
+		t.Errorf("ID token acr %v amr %v", res.claims["acr"], res.claims["amr"])
+	}
+}

@@ -27,6 +27,13 @@ func (s *Server) passkeyCreationOptions(w http.ResponseWriter, r *http.Request) 
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
+	if enrollmentToken(r) == "" {
+		// Adding a factor: a step-up when the user has one, else a
+		// recent sign-in (API-mfa.md).
+		if err := s.p.MFA.CheckAddFactor(r.Context(), principal(r)); err != nil {
+			return err
+		}
+	}
 	opts, err := s.p.Authenticators.BeginPasskeyRegistration(r.Context(), principal(r))
 	if err != nil {
 		return err

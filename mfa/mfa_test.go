@@ -2,6 +2,8 @@ package mfa_test
 
 import (
 	"encoding/base32"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/latchkey/latchkey/authenticator/authenticatortest"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
 	"github.com/latchkey/latchkey/mfa"
@@ -324,5 +327,83 @@ func TestGuideSecondStep(t *testing.T) {
 	s := wantCode(t, "guide second step", r, 200, "")
 	if c := latchkeytest.UnverifiedClaims(t, s["token"].(string)); c["acr"] != identity.ACRMFA || fmt.Sprint(c["amr"]) != "[pwd otp mfa]" {
 		t.Errorf("guide token claims %v", c)
+	}
+}
+
+// TestPasskeySecondFactor: a FIDO authenticator of the user as the
+// second step after a password: the options list it with
+// userVerification discouraged, the assertion completes the sign-in with
+// acr phr, and a passkey sign-in says mfa too.
+func TestPasskeySecondFactor(t *testing.T) {
+	e := newEnv(t)
+	jwt := e.Login("alice", "alice-password-1", e.tenant.Code)
+	d := authenticatortest.New("localhost", "http://localhost:8080")
+	o := e.Do("POST", "/api/v1/me/passkeys/options", map[string]any{}, e.bearer(jwt))
+	if o.Status != 200 {
+		t.Fatalf("options: %d %s", o.Status, o.Body)
+	}
+	pk := o.JSON()["publicKey"].(map[string]any)
+	d.UserHandle, _ = base64.RawURLEncoding.DecodeString(pk["user"].(map[string]any)["id"].(string))
+	r := e.Do("POST", "/api/v1/me/passkeys", map[string]any{"flowId": o.JSON()["flowId"], "credential": json.RawMessage(d.PasskeyRegistrationJSON(pk["challenge"].(string)))}, e.bearer(jwt))
+	wantCode(t, "register a passkey", r, 201, "")
+	// With a factor, adding TOTP needs a step-up: the passkey gives one.
+	wantCode(t, "TOTP without step-up", e.Do("POST", "/api/v1/me/mfa/totp", map[string]any{}, e.bearer(jwt)), 401, identity.CodeInsufficientUserAuthentication)
+	o = e.Do("POST", "/api/v1/auth/passkeys/options", map[string]any{"auth_domain": e.tenant.Code})
+	r = e.Do("POST", "/api/v1/auth/tokens/", map[string]any{"grant_type": "passkey", "flowId": o.JSON()["flowId"],
+		"credential": json.RawMessage(d.PasskeyAssertionJSON(o.JSON()["publicKey"].(map[string]any)["challenge"].(string)))})
+	phr := wantCode(t, "passkey sign-in", r, 200, "")["jwt"].(string)
+	if c := latchkeytest.UnverifiedClaims(t, phr); c["acr"] != identity.ACRPhishingResistant || fmt.Sprint(c["amr"]) != "[hwk user mfa]" {
+		t.Errorf("passkey sign-in claims %v", c)
+	}
+	e.enrol(phr)
+	m := wantCode(t, "password step", e.login("alice", "alice-password-1"), 403, mfa.CodeRequired)
+	if fmt.Sprint(m["factors"]) != "[otp recovery_code passkey]" {
+		t.Errorf("factors %v", m["factors"])
+	}
+	tok := m["mfa_token"].(string)
+	o = e.Do("POST", "/api/v1/auth/passkeys/options", map[string]any{"mfa_token": tok})
+	opts := wantCode(t, "second-factor options", o, 200, "")
+	pub := opts["publicKey"].(map[string]any)
+	if pub["userVerification"] != "discouraged" || len(pub["allowCredentials"].([]any)) != 1 {
+		t.Errorf("second-factor options %v", pub)
+	}
+	// A credential that does not parse is 400, and counts no attempt.
+	wantCode(t, "unparsable credential", e.step(map[string]any{"grant_type": "mfa_passkey", "mfa_token": tok, "flowId": opts["flowId"], "credential": map[string]any{"id": 1}}), 400, "")
+	r = e.step(map[string]any{"grant_type": "mfa_passkey", "mfa_token": tok, "flowId": opts["flowId"],
+		"credential": json.RawMessage(d.PasskeyAssertionJSON(pub["challenge"].(string)))})
+	c := latchkeytest.UnverifiedClaims(t, wantCode(t, "passkey second step", r, 200, "")["jwt"].(string))
+	if c["acr"] != identity.ACRPhishingResistant || fmt.Sprint(c["amr"]) != "[pwd hwk user mfa]" {
+		t.Errorf("second-factor claims %v", c)
+	}
+}
+
+// TestEnrolPasskeyDuringSignIn: under a required policy a user without a
+// factor enrols a passkey with the enrollment token (POST
+// /me/passkeys/options as its bearer) and the registration signs in at
+// once (mfa_passkey), with recovery codes.
+func TestEnrolPasskeyDuringSignIn(t *testing.T) {
+	e := newEnv(t)
+	secret, _ := e.enrol(e.tenant.AdminToken)
+	e.Clock.Advance(30 * time.Second)
+	tok := wantCode(t, "admin login", e.Do("POST", "/api/v1/auth/tokens/", map[string]string{"name": "tadmin", "password": "tenant-password-1", "auth_domain": e.tenant.Code}), 403, mfa.CodeRequired)["mfa_token"].(string)
+	admin := wantCode(t, "admin second step", e.step(map[string]any{"grant_type": "mfa_otp", "mfa_token": tok, "otp": totpCode(secret, e.Clock.Now(), 6)}), 200, "")["jwt"].(string)
+	wantCode(t, "require", e.Do("PATCH", "/api/v1/admin/tenants/"+e.tenant.ID+"/settings", map[string]any{"mfa": map[string]any{"mode": "required"}}, e.bearer(admin)), 200, "")
+	etok := wantCode(t, "alice's login", e.login("alice", "alice-password-1"), 403, mfa.CodeEnrollmentRequired)["mfa_token"].(string)
+	o := e.Do("POST", "/api/v1/me/passkeys/options", map[string]any{}, e.bearer(etok))
+	opts := wantCode(t, "creation options with the enrollment token", o, 200, "")
+	pk := opts["publicKey"].(map[string]any)
+	d := authenticatortest.New("localhost", "http://localhost:8080")
+	d.UserHandle, _ = base64.RawURLEncoding.DecodeString(pk["user"].(map[string]any)["id"].(string))
+	r := e.step(map[string]any{"grant_type": "mfa_passkey", "mfa_token": etok, "flowId": opts["flowId"], "credential": json.RawMessage(d.PasskeyRegistrationJSON(pk["challenge"].(string)))})
+	m := wantCode(t, "register and sign in", r, 200, "")
+	if codes, _ := m["recovery_codes"].([]any); len(codes) != 10 {
+		t.Errorf("recovery_codes %v", m["recovery_codes"])
+	}
+	if c := latchkeytest.UnverifiedClaims(t, m["jwt"].(string)); c["acr"] != identity.ACRPhishingResistant || fmt.Sprint(c["amr"]) != "[pwd hwk user mfa]" {
+		t.Errorf("claims %v", c)
+	}
+	// The next sign-in asks for the passkey.
+	if m := wantCode(t, "next login", e.login("alice", "alice-password-1"), 403, mfa.CodeRequired); fmt.Sprint(m["factors"]) != "[recovery_code passkey]" {
+		t.Errorf("factors %v", m["factors"])
 	}
 }

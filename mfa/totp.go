@@ -444,3 +444,23 @@ func (s *Service) verifyTOTP(ctx context.Context, t identity.Tenant, u identity.
 	}
 	return false, nil
 }
+
+// CheckAddFactor is what adding a factor needs (API-mfa.md): the
+// caller's step-up when the user already has one, else a sign-in within
+// identity.StepUpMaxAge, so that a stolen refresh token cannot enrol. It
+// is asked before a passkey's registration (/me/passkeys) too; an
+// enrollment mfa_token's caller is checked by the token instead.
+func (s *Service) CheckAddFactor(ctx context.Context, p identity.Principal) error {
+	t, u, err := s.self(ctx, p)
+	if err != nil {
+		return nil // the registration refuses such callers itself
+	}
+	v, err := s.view(ctx, t, u)
+	if err != nil {
+		return err
+	}
+	if v.hasFactor() {
+		return s.cfg.Identity.CheckStepUp(p)
+	}
+	return s.cfg.Identity.CheckRecent(p)
+}

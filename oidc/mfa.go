@@ -39,6 +39,9 @@ type SecondFactor interface {
 	// PasskeyOptions are the request options of a FIDO second factor for
 	// the user of a sign-in token.
 	PasskeyOptions(ctx context.Context, token string) (any, error)
+	// EnrollPasskeyOptions are the creation options of a passkey for the
+	// user of an enrollment token ("Add a passkey").
+	EnrollPasskeyOptions(ctx context.Context, token string) (any, error)
 }
 
 // StepInput is a posted second step.
@@ -58,8 +61,10 @@ type SecondStep struct {
 	SecretGroups string
 	QRCode       string
 	// PasskeyOptions are the request options of "Use a passkey" (JSON),
-	// when the user has one.
-	PasskeyOptions json.RawMessage
+	// when the user has one; CreationOptions the creation options of "Add
+	// a passkey" on an enrolment.
+	PasskeyOptions  json.RawMessage
+	CreationOptions json.RawMessage
 	// Error is the message of a refused attempt.
 	Error string
 }
@@ -167,6 +172,13 @@ func (s *Service) secondStepPage(ctx context.Context, browserID, sid string, err
 			}
 			st.Secret, st.URI = secret, uri
 			page.Secret, page.SecretGroups, page.QRCode = secret, groups(secret), qr
+		}
+		if slices.Contains(factors, "passkey") {
+			o, err := s.cfg.SecondFactor.EnrollPasskeyOptions(ctx, tok)
+			if err != nil {
+				return nil, err
+			}
+			page.CreationOptions, _ = json.Marshal(o)
 		}
 	} else if slices.Contains(factors, "passkey") {
 		o, err := s.cfg.SecondFactor.PasskeyOptions(ctx, tok)

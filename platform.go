@@ -16,6 +16,7 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/latchkey/latchkey/mfa"
 	"github.com/latchkey/latchkey/notify"
 	"github.com/latchkey/latchkey/oidc"
+	"github.com/latchkey/latchkey/scim"
 	"github.com/latchkey/latchkey/seal"
 	"github.com/latchkey/latchkey/vault"
 	"github.com/latchkey/latchkey/vtoken"
@@ -60,6 +62,8 @@ type Store interface {
 	eventstream.Store
 	oidc.Store
 	idempotency.Store
+	identity.GroupStore
+	identity.UserDirectory
 	mfa.Store
 	identity.ThrottleStore
 	// EndUserSessions ends a user's refresh tokens and browser sessions
@@ -265,6 +269,9 @@ type Platform struct {
 	// EventStream is area E: push subscriptions and directory sync; its
 	// delivery engine runs in Run.
 	EventStream *eventstream.Service
+	// SCIM is the SCIM 2.0 service provider (beyond the specification):
+	// identity providers create, change and disable users and groups.
+	SCIM *scim.Service
 	// MFA is multi-factor sign-in and step-up: TOTP devices, recovery
 	// codes, the second step of logins, tenant policy (beyond the
 	// specification; API-mfa.md).
@@ -414,6 +421,10 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		CSRFKey: sealer.SubKey("oidc-csrf"), Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL, RequirePAR: cfg.RequirePAR,
 	})
+	p.SCIM = scim.NewService(scim.Config{
+		Store: cfg.Store, Accounts: p.Identity, Audit: p.recorder, Events: nativeEvents{p.Events}, Clock: cfg.Clock, Logger: cfg.Logger,
+		Base: strings.TrimSuffix(cfg.Issuer, "/") + "/scim/v2",
+	})
 	p.EventStream = eventstream.NewService(eventstream.Config{
 		Store: cfg.Store, Events: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		Guard: eventstream.Guard{AllowPrivate: cfg.AllowPrivateEndpoints},
@@ -427,6 +438,14 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		Observer: p.metrics.EventStream, Tracer: p.tracer, Owner: p.leaseOwner(),
 	})
 	return p, nil
+}
+
+// nativeEvents hands SCIM's native events to the event log.
+type nativeEvents struct{ ev *events.Service }
+
+func (n nativeEvents) EmitNative(ctx context.Context, tenantID string, raw json.RawMessage) error {
+	_, err := n.ev.EmitNative(ctx, tenantID, raw)
+	return err
 }
 
 // leaseOwner is a new lease owner name for one of the platform's workers:

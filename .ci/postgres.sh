@@ -53,8 +53,9 @@ if [ "$status" -eq 0 ]; then
 	# The partitioned event and audit logs (migrations 0018 and 0019):
 	# their maintenance, the migration from schema 14 and from the v11
 	# fixture, and pruning (event-stream cursors' reads too, migration
-	# 0020).
-	for t in TestMigrationFromV14 TestPartitionMaintenance TestDeleteExpiredDropsPartitions TestQueriesPruneToRecentPartitions TestAuditScanPrunesOlderPartitions TestEventStreamReadsPruneOlderPartitions TestWritesRecreateMissingPartitions TestUpgradeFromV11/postgres; do
+	# 0020). TestDeactivationAcrossThreeProcesses is R19: a SCIM
+	# deactivation refuses the user's tokens on three processes within 5 s.
+	for t in TestMigrationFromV14 TestPartitionMaintenance TestDeleteExpiredDropsPartitions TestQueriesPruneToRecentPartitions TestAuditScanPrunesOlderPartitions TestEventStreamReadsPruneOlderPartitions TestWritesRecreateMissingPartitions TestUpgradeFromV11/postgres TestDeactivationAcrossThreeProcesses; do
 		if ! grep -q -- "--- PASS: $t" "$out"; then
 			echo "postgres.sh: $t did not run" >&2
 			exit 1

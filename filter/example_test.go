@@ -40,7 +40,7 @@ func ExampleSchema_Resolve() {
 	fmt.Println(args)
 	fmt.Println(filter.Match(r, map[string]any{"userName": "bjensen"}))
 	// Output:
-	// (COALESCE((name_key IS NOT NULL AND name_key = $1), FALSE) OR EXISTS (SELECT 1 FROM json_each(profile, '$.emails') AS je1 WHERE json_type(profile, '$.emails') = 'array' AND je1.type = 'object' AND ((COALESCE((json_type(je1.value, '$.type') = 'text' AND lower(json_extract(je1.value, '$.type')) = $2), FALSE) AND COALESCE((json_type(je1.value, '$.value') = 'text' AND substr(lower(json_extract(je1.value, '$.value')), $3) = $4), FALSE)))))
+	// ((name_key IS NOT NULL AND name_key = $1) OR EXISTS (SELECT 1 FROM json_each(profile, '$.emails') AS je1 WHERE json_type(profile, '$.emails') = 'array' AND je1.type = 'object' AND ((COALESCE((json_type(je1.value, '$.type') = 'text' AND lower(json_extract(je1.value, '$.type')) = $2), FALSE) AND COALESCE((json_type(je1.value, '$.value') = 'text' AND substr(lower(json_extract(je1.value, '$.value')), $3) = $4), FALSE)))))
 	// [bjensen work -12 @example.com]
 	// true
 }

@@ -83,6 +83,9 @@ type Column struct {
 	// Such a column takes eq, ne and pr only (Attribute.EqOnly); other
 	// comparisons match nothing.
 	Convert func(string) (any, bool)
+	// EmptyIsNull: the column holds "" where the attribute is absent
+	// (NOT NULL columns with a default), so "" reads as absent.
+	EmptyIsNull bool
 }
 
 // SQLColumns is SQL with typed columns: cols maps dotted paths to the
@@ -125,6 +128,10 @@ type compiler struct {
 	cols  map[string]Column
 	args  []any
 	elems int // Has subqueries so far, naming their element aliases
+	// twoValued is set by compare when its leaf is never NULL, so that
+	// expr leaves out the COALESCE that would keep an index from serving
+	// it (userName eq on a folded column).
+	twoValued bool
 }
 
 // arg adds a parameter and returns its placeholder.
@@ -147,9 +154,14 @@ func (c *compiler) expr(b *strings.Builder, e Expr) error {
 		b.WriteByte(')')
 		return nil
 	case Compare:
+		c.twoValued = false
 		leaf, err := c.compare(e)
 		if err != nil {
 			return err
+		}
+		if c.twoValued {
+			b.WriteString(leaf)
+			return nil
 		}
 		b.WriteString("COALESCE(" + leaf + ", FALSE)")
 		return nil
@@ -198,6 +210,9 @@ func (c *compiler) access(p Path) (access, error) {
 	a := access{sqlite: c.d.Engine == SQLite}
 	if col, ok := c.cols[p.String()]; ok {
 		a.value, a.column, a.col = col.Name, true, col
+		if col.EmptyIsNull && col.Kind != Bool {
+			a.value = "NULLIF(" + col.Name + ", '')"
+		}
 		return a, nil
 	}
 	if a.sqlite {
@@ -289,6 +304,11 @@ func (c *compiler) compare(e Compare) (string, error) {
 			if t, err := ParseTime(e.Value.Str); err == nil && a.canon(t) != e.Value.Str {
 				cond = "(" + cond + " OR " + a.value + " = " + c.arg(a.canon(t)) + ")"
 			}
+			// A folded column compared as it is: "col IS NOT NULL AND col
+			// = $n" is never NULL, and without COALESCE its index serves
+			// it. (Only folded columns: the events' query plans rely on
+			// their columns' comparisons as they are.)
+			c.twoValued = a.column && a.col.Folded && a.value == a.col.Name
 			return "(" + a.isKind(String) + " AND " + cond + ")", nil
 		}
 		return c.order(a, "=", e.Value)

@@ -13,6 +13,7 @@ import (
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/oidc"
+	"github.com/latchkey/latchkey/scim"
 )
 
 // style is the error body shape of an area (API.md).
@@ -25,6 +26,7 @@ const (
 	styleNotification              // {code, description}
 	styleProvisioning              // {code, message}
 	styleFIDO                      // {status:"failed", errorMessage}: the FIDO conformance server routes of area C
+	styleSCIM                      // RFC 7644 §3.12 {schemas, status, scimType, detail}, application/scim+json
 )
 
 // statusOf is the one table from error kinds to HTTP statuses.
@@ -71,6 +73,10 @@ func messageOf(err error, status int) string {
 // writeError answers with err in the area's shape. Only internal errors are
 // logged in full: the others are the client's doing and are in the audit log.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, err error) {
+	if st == styleSCIM {
+		s.writeSCIMError(w, r, err)
+		return
+	}
 	kind := fault.KindOf(err)
 	status := statusOf[kind]
 	if status == 0 {
@@ -254,6 +260,9 @@ func (s *Server) writeProblemFields(w http.ResponseWriter, r *http.Request, st s
 		body = map[string]any{"code": status, "message": msg}
 	case styleFIDO:
 		body = map[string]string{"status": "failed", "errorMessage": msg}
+	case styleSCIM:
+		writeSCIM(w, status, map[string]any{"schemas": []string{scim.URNError}, "status": strconv.Itoa(status), "detail": msg})
+		return
 	default:
 		m := map[string]any{"code": status, "codeDesc": code, "message": msg}
 		for k, v := range extra {

@@ -87,6 +87,16 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	values["authenticatorId"] = dev.ID()
 	values["key"] = key.JSON()["id"].(string)
 	values["version"] = "0"
+	scimA := "Authorization: Bearer " + e.APIKey(a, "", identity.AreaSCIM)
+	grp := e.Do("POST", "/scim/v2/Groups", map[string]any{"schemas": []string{"urn:ietf:params:scim:schemas:core:2.0:Group"}, "displayName": "group-of-acme-q7",
+		"members": []any{map[string]any{"value": values["userId"]}}}, scimA)
+	if grp.Status != http.StatusCreated {
+		t.Fatalf("create SCIM group: %d %s", grp.Status, grp.Body)
+	}
+	values["groupId"] = grp.JSON()["id"].(string)
+	// Discovery names no tenant's resource: the same for every tenant.
+	values["resourceType"], values["schemaUrn"] = "Group", "urn:ietf:params:scim:schemas:core:2.0:Group"
+	shared := map[string]bool{"resourceType": true, "schemaUrn": true}
 	// A TOTP device of A's administrator (the /me/mfa routes act on the
 	// caller's own: B's names A's device and must not find it).
 	totp := e.Do("POST", "/api/v1/me/mfa/totp", map[string]any{"friendlyName": "totp-of-acme-q7"}, adminA)
@@ -100,11 +110,12 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"/me/mfa/":            totp.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], values["clientId"], "acme-q7", idFor["/me/mfa/"]}
+	markers := []string{values["groupId"], "group-of-acme-q7", vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], values["clientId"], "acme-q7", idFor["/me/mfa/"]}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
 	apiKeyB := e.APIKey(b, "", identity.AreaAuthenticator, identity.AreaProvisioning)
+	scimB := e.APIKey(b, "", identity.AreaSCIM)
 	guideB := e.Do("POST", "/guide/session", map[string]string{"name": "tadmin", "password": "tenant-password-1", "tenant": b.Code})
 	if guideB.Status != http.StatusOK {
 		t.Fatalf("guide login: %d %s", guideB.Status, guideB.Body)
@@ -125,6 +136,8 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 			return bearer(oauthB), true
 		case strings.HasPrefix(auth, "apikey:"):
 			return "Authorization: Bearer " + apiKeyB, true
+		case auth == "scim":
+			return "Authorization: Bearer " + scimB, true
 		}
 		return "", false // public routes: their own credential is tested with them
 	}
@@ -148,7 +161,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		namesA := false
 		path := param.ReplaceAllStringFunc(r.Pattern, func(m string) string {
 			name := m[1 : len(m)-1]
-			namesA = true
+			namesA = namesA || !shared[name]
 			if name == "id" {
 				for area, v := range idFor {
 					if strings.Contains(r.Pattern, area) {
@@ -232,6 +245,9 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 	}
 	if sub, err := e.Store.GetNotifySubscription(t.Context(), a.ID, idFor["/notification/"]); err != nil || sub.Pages != 0 {
 		t.Errorf("A's subscription after B's attempts: %+v, %v", sub, err)
+	}
+	if r := e.Do("GET", "/scim/v2/Groups/"+values["groupId"], nil, scimA); r.Status != 200 || r.JSON()["displayName"] != "group-of-acme-q7" || len(r.JSON()["members"].([]any)) != 1 {
+		t.Errorf("A's group after B's attempts: %d %s", r.Status, r.Body)
 	}
 	if r := e.Do("GET", authnA+"/"+dev.ID(), nil, keyA); r.Status != 200 || r.JSON()["state"] != "pending" {
 		t.Errorf("A's authenticator after B's attempts: %d %s", r.Status, r.Body)

@@ -129,6 +129,8 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerMFA()
 	s.registerGuide()
 	s.registerEventStream()
+	s.registerSCIM()
+	s.registerGroups()
 	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))
 	return s
 }
@@ -166,7 +168,7 @@ func (s *Server) fallback(w http.ResponseWriter, r *http.Request) {
 // parses a 404 for a wrong path in the shape API.md gives the area, e.g.
 // {code, description} under {notification_url}; stylePlatform otherwise.
 func (s *Server) areaStyle(path string) style {
-	for _, base := range []string{s.opts.NotificationURL, s.opts.EventStreamURL, s.opts.AuditURL, s.opts.EventsURL} {
+	for _, base := range []string{s.opts.NotificationURL, s.opts.EventStreamURL, s.opts.AuditURL, s.opts.EventsURL, scimBase} {
 		base = strings.TrimSuffix(base, "/")
 		if base == "" || !strings.HasPrefix(path, base+"/") {
 			continue

@@ -100,12 +100,13 @@ func (s *Service) GetTenant(ctx context.Context, p Principal, tenantID string) (
 
 // SettingsPatch changes some of a tenant's settings; nil fields are kept.
 type SettingsPatch struct {
-	FIDOImportEnabled            *bool     `json:"fidoImportEnabled"`
-	PlanFeatures                 *[]string `json:"planFeatures"`
-	NotificationRetentionSeconds *int64    `json:"notificationRetentionSeconds"`
-	WebAuthn                     *WebAuthn `json:"webauthn"`
-	AttestationPolicy            *string   `json:"attestationPolicy"`
-	MaxTokensPerUser             *int      `json:"maxTokensPerUser"`
+	FIDOImportEnabled            *bool         `json:"fidoImportEnabled"`
+	PlanFeatures                 *[]string     `json:"planFeatures"`
+	NotificationRetentionSeconds *int64        `json:"notificationRetentionSeconds"`
+	WebAuthn                     *WebAuthn     `json:"webauthn"`
+	AttestationPolicy            *string       `json:"attestationPolicy"`
+	MaxTokensPerUser             *int          `json:"maxTokensPerUser"`
+	SCIM                         *SCIMSettings `json:"scim"`
 	// MFA changes the multi-factor policy; it needs the caller's step-up
 	// (an administrator enrols before requiring).
 	MFA *MFAPolicyPatch `json:"mfa"`
@@ -457,9 +458,9 @@ func (s *Service) CreateAPIKey(ctx context.Context, p Principal, tenantID, name,
 		return fail(err)
 	}
 	if len(areas) == 0 {
-		return fail(fault.E(fault.Invalid, fault.Field("areas"), "areas must name at least one of authenticator, provisioning"))
+		return fail(fault.E(fault.Invalid, fault.Field("areas"), "areas must name at least one of authenticator, provisioning, scim"))
 	}
-	if err := checkSubset("areas", areas, []string{AreaAuthenticator, AreaProvisioning}); err != nil {
+	if err := checkSubset("areas", areas, []string{AreaAuthenticator, AreaProvisioning, AreaSCIM}); err != nil {
 		return fail(err)
 	}
 	k := APIKey{ID: NewGUID(), TenantID: tenantID, Name: name, Areas: slices.Compact(slices.Sorted(slices.Values(areas))), CreatedAt: s.now()}
@@ -503,6 +504,14 @@ func (s *Service) AuthenticateAPIKey(ctx context.Context, key string) (Principal
 	}
 	p := Principal{Kind: KindAPIKey, TenantID: t.ID, TenantCode: t.Code, Areas: k.Areas, APIKeyID: k.ID}
 	if k.UserID != nil {
+		// A key bound to a user serves only while the user is active
+		// (and exists): deactivation refuses it at once, everywhere.
+		u, err := s.st.GetUser(ctx, t.ID, *k.UserID)
+		if fault.Is(fault.NotFound, err) || err == nil && u.Inactive {
+			return Principal{}, fault.E(fault.Unauthenticated, "invalid API key")
+		} else if err != nil {
+			return Principal{}, err
+		}
 		p.UserID = k.UserID.String()
 	}
 	return p, nil

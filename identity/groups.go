@@ -170,3 +170,44 @@ func (s *Service) SetGroupRoles(ctx context.Context, p Principal, tenantID, id s
 	meta["roles"] = g.Roles
 	return g, s.record(ctx, tenantID, "group.roles", nil, meta)
 }
+
+// UserQuery selects a page of a tenant's users for SCIM.
+type UserQuery struct {
+	TenantID string
+	// Filter is resolved against scim.Users.StoreFilter: id, userName
+	// (folded), externalId, displayName, name.givenName, name.familyName
+	// and active are the user's fields; other paths read Profile.
+	Filter filter.Expr
+	// SortBy is "", "userName", "displayName", "externalId",
+	// "name.familyName", "emails" (the primary email), "meta.created" or
+	// "meta.lastModified"; ties and "" order by id.
+	SortBy     string
+	Descending bool
+	Offset     int
+	Limit      int // 0: count only
+}
+
+// UserDirectory is what provisioning needs of users beyond Store. The
+// stores that implement Store implement it too.
+type UserDirectory interface {
+	// UpdateUser replaces a stored user's Name, PasswordHash,
+	// PasswordScheme, profile fields, ExternalID, Inactive, Profile,
+	// Version and UpdatedAt; Roles and CreatedAt stay. NotFound if absent
+	// or of another tenant; Conflict if the name folds (filter.Fold) to
+	// another user's of the tenant or the ExternalID is another's; Conflict
+	// wrapping ErrVersionMismatch when ifVersion is not 0 and not the
+	// stored version.
+	UpdateUser(ctx context.Context, u User, ifVersion int64) error
+	// DeleteUser removes a user and what belongs to it: group memberships,
+	// authenticators (passkeys), refresh tokens, OpenID Provider sessions
+	// and refresh tokens, guide sessions. ifVersion as UpdateUser's.
+	// NotFound if absent or of another tenant.
+	DeleteUser(ctx context.Context, tenantID string, id ObjectID, ifVersion int64) error
+	// QueryUsers returns a page of users and the number that match.
+	QueryUsers(ctx context.Context, q UserQuery) ([]User, int, error)
+}
+
+// HashPassword hashes a password with the service's argon2id parameters.
+func (s *Service) HashPassword(ctx context.Context, password string) (string, error) {
+	return s.cfg.Hasher.Hash(ctx, password)
+}

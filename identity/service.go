@@ -308,7 +308,8 @@ func (s *Service) checkPassword(ctx context.Context, req LoginRequest, action st
 	if verr != nil {
 		return Tenant{}, User{}, meta, verr
 	}
-	if !ok {
+	// A deactivated user's right password answers as a wrong one does.
+	if !ok || u.Inactive {
 		if err := s.throttle.fail(ctx, key, now); err != nil {
 			return Tenant{}, User{}, meta, err
 		}
@@ -340,6 +341,9 @@ func (s *Service) UserToken(ctx context.Context, tenantID string, userID ObjectI
 	if err != nil {
 		return "", time.Time{}, err
 	}
+	if u.Inactive {
+		return "", time.Time{}, errBadCredentials
+	}
 	roles, err := s.EffectiveRoles(ctx, t.ID, u.ID, u.Roles)
 	if err != nil {
 		return "", time.Time{}, err
@@ -359,6 +363,9 @@ func userClaims(t Tenant, u User, roles []string, a Authn) Claims {
 }
 
 func (s *Service) issueUserToken(ctx context.Context, t Tenant, u User, a Authn) (TokenResponse, error) {
+	if u.Inactive { // every sign-in (passkey, refresh, upstream) ends here
+		return TokenResponse{}, errBadCredentials
+	}
 	ttl := s.cfg.PlatformTokenTTL
 	roles, err := s.EffectiveRoles(ctx, t.ID, u.ID, u.Roles)
 	if err != nil {

@@ -26,6 +26,9 @@ const (
 const (
 	AreaAuthenticator = "authenticator"
 	AreaProvisioning  = "provisioning"
+	// AreaSCIM keys are the bearer tokens of SCIM provisioning clients
+	// (Entra ID, Okta) at /scim/v2.
+	AreaSCIM = "scim"
 )
 
 // Scopes of OAuth access tokens.
@@ -36,6 +39,9 @@ const (
 	ScopeEventConsumer        = "event:event:consumer"
 	ScopeEventProducer        = "event:event:producer"
 	ScopeEventStreamAdmin     = "eventstream:subscription:administrator"
+	// ScopeSCIM lets an access token call /scim/v2 (the identity
+	// providers' OAuth option for SCIM).
+	ScopeSCIM = "scim:provisioning"
 )
 
 // Scopes of the vault (keys2 of area A, API-keys.md): its routes take OAuth
@@ -60,7 +66,7 @@ var VaultScopes = []string{
 // AllScopes lists every scope a client_credentials token may be granted.
 var AllScopes = []string{
 	ScopeAuditExport, ScopeNotificationAdmin, ScopeNotificationConsumer,
-	ScopeEventConsumer, ScopeEventProducer, ScopeEventStreamAdmin,
+	ScopeEventConsumer, ScopeEventProducer, ScopeEventStreamAdmin, ScopeSCIM,
 	ScopeVaultKeysRead, ScopeVaultKeysAdmin, ScopeVaultKeysExport, ScopeVaultEncrypt,
 	ScopeVaultDecrypt, ScopeVaultDatakey, ScopeVaultSign, ScopeVaultVerify,
 }
@@ -114,9 +120,23 @@ type Settings struct {
 	// hold: 1 to MaxTokensPerUserLimit, DefaultMaxTokensPerUser unless
 	// set (also for tenants stored before the setting existed).
 	MaxTokensPerUser int `json:"maxTokensPerUser"`
+	// SCIM configures SCIM provisioning; nil is the defaults.
+	SCIM *SCIMSettings `json:"scim,omitempty"`
 	// MFA is the tenant's multi-factor policy; DefaultMFAPolicy for
 	// tenants stored before it existed.
 	MFA MFAPolicy `json:"mfa"`
+}
+
+// SCIMSettings configure SCIM provisioning of a tenant.
+type SCIMSettings struct {
+	// EmailsVerified, unless false, makes the primary email a SCIM client
+	// sets count as verified: the directory vouches for its addresses.
+	EmailsVerified *bool `json:"emailsVerified,omitempty"`
+}
+
+// SCIMEmailsVerified reports the scim.emailsVerified setting (default true).
+func (s Settings) SCIMEmailsVerified() bool {
+	return s.SCIM == nil || s.SCIM.EmailsVerified == nil || *s.SCIM.EmailsVerified
 }
 
 const (
@@ -286,8 +306,15 @@ type User struct {
 	ExternalID string
 	// Inactive is SCIM's active = false. The zero value is an active user,
 	// so that no code path creates a disabled user by forgetting a field.
-	Inactive  bool
+	Inactive bool
+	// Profile holds the SCIM attributes that have no field of their own
+	// (package scim reads and writes it), as a JSON object; nil is none.
+	Profile json.RawMessage
+	// Version counts the user's changes, from 1 (SCIM's ETag); UpdatedAt
+	// is the last change (zero: never changed since CreatedAt).
+	Version   int64
 	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
 // Active reports SCIM's active attribute: true unless deactivated.

@@ -189,6 +189,9 @@ func (s *Service) subject(ctx context.Context, tenantID string, userID identity.
 	if fault.Is(fault.NotFound, err) {
 		return t, u, invalidGrant("the user no longer exists")
 	}
+	if err == nil && u.Inactive {
+		return t, u, invalidGrant("the user is deactivated")
+	}
 	return t, u, err
 }
 

@@ -214,7 +214,8 @@ func Project(rt *ResourceType, doc map[string]any, attributes, excluded []string
 	if len(attributes) == 0 && len(excluded) == 0 {
 		return doc
 	}
-	always := map[string]bool{"id": true, "schemas": true}
+	// meta too: it carries the version that ETag repeats.
+	always := map[string]bool{"id": true, "schemas": true, "meta": true}
 	for _, a := range rt.Core.Attributes {
 		if a.Returned == ReturnedAlways {
 			always[a.Name] = true

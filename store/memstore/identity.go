@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/filter"
 	"github.com/latchkey/latchkey/identity"
 )
 
@@ -48,7 +49,7 @@ func (s *Store) CreateUser(ctx context.Context, u identity.User) error {
 	defer s.lock()()
 	return s.withClaims(ctx, func() error {
 		clash := func(o identity.User) bool {
-			return o.TenantID == u.TenantID && (o.Name == u.Name || (u.ExternalID != "" && o.ExternalID == u.ExternalID))
+			return o.TenantID == u.TenantID && (filter.Fold(o.Name) == filter.Fold(u.Name) || (u.ExternalID != "" && o.ExternalID == u.ExternalID))
 		}
 		return insertUnique(s.users, u.ID, cloneUser(u), "user exists", clash, "user name or externalId exists")
 	})

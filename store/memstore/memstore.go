@@ -159,6 +159,7 @@ func cloneTenant(t identity.Tenant) identity.Tenant {
 
 func cloneUser(u identity.User) identity.User {
 	u.Roles = slices.Clone(u.Roles)
+	u.Profile = slices.Clone(u.Profile)
 	return u
 }
 

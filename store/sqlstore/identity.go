@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/filter"
 	"github.com/latchkey/latchkey/identity"
 )
 
@@ -49,11 +50,23 @@ func (s *Store) UpdateTenantSettings(ctx context.Context, id string, st identity
 
 // CreateUser implements identity.Store.
 func (s *Store) CreateUser(ctx context.Context, u identity.User) error {
-	return s.exec(ctx, `INSERT INTO users (`+userCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`, userArgs(u)...)
+	// A name that folds to one in use is refused (issue 38's rule for
+	// names created from now on); one statement, so no other writer
+	// slips in between on SQLite.
+	n, err := s.c.Write().Exec(ctx, `INSERT INTO users (`+userCols+`, name_key) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18
+		WHERE NOT EXISTS (SELECT 1 FROM users WHERE tenant_id = $2 AND name_key = $18)`, append(userArgs(u), filter.Fold(u.Name))...)
+	if err != nil {
+		return s.c.MapErr(err)
+	}
+	if n == 0 {
+		return fault.E(fault.Conflict, "a user whose name differs only by case exists in the tenant")
+	}
+	return nil
 }
 
 const userCols = `id, tenant_id, name, password_hash, roles, created_at,
-	password_scheme, email, email_verified, display_name, given_name, family_name, external_id, active`
+	password_scheme, email, email_verified, display_name, given_name, family_name, external_id, active,
+	profile, version, updated_at`
 
 // userArgs are u's values in userCols' order. An empty ExternalID is SQL
 // NULL, so that the unique index holds only the users that have one.
@@ -62,8 +75,13 @@ func userArgs(u identity.User) []any {
 	if u.ExternalID != "" {
 		ext = &u.ExternalID
 	}
+	profile := "{}"
+	if len(u.Profile) > 0 {
+		profile = string(u.Profile)
+	}
 	return []any{u.ID[:], u.TenantID, u.Name, u.PasswordHash, jsonText(u.Roles), u.CreatedAt,
-		u.PasswordScheme, u.Email, u.EmailVerified, u.DisplayName, u.GivenName, u.FamilyName, ext, !u.Inactive}
+		u.PasswordScheme, u.Email, u.EmailVerified, u.DisplayName, u.GivenName, u.FamilyName, ext, !u.Inactive,
+		profile, u.Version, optTime(u.UpdatedAt)}
 }
 
 func (s *Store) scanUser(row Row) (identity.User, error) {
@@ -80,11 +98,18 @@ func scanUserRow(row Row) (identity.User, error) {
 		id, roles []byte
 		ext       *string
 		active    bool
+		profile   []byte
+		updated   *time.Time
 	)
 	if err := row.Scan(&id, &u.TenantID, &u.Name, &u.PasswordHash, &roles, &u.CreatedAt,
-		&u.PasswordScheme, &u.Email, &u.EmailVerified, &u.DisplayName, &u.GivenName, &u.FamilyName, &ext, &active); err != nil {
+		&u.PasswordScheme, &u.Email, &u.EmailVerified, &u.DisplayName, &u.GivenName, &u.FamilyName, &ext, &active,
+		&profile, &u.Version, &updated); err != nil {
 		return identity.User{}, err
 	}
+	if len(profile) > 0 && string(profile) != "{}" {
+		u.Profile = profile
+	}
+	u.UpdatedAt = orZero(updated)
 	copy(u.ID[:], id)
 	if ext != nil {
 		u.ExternalID = *ext

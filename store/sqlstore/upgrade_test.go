@@ -209,8 +209,8 @@ func checkUpgradeV11(t *testing.T, s storetest.Store) {
 		{"tenant 2", tenant2, func() (any, error) { return s.GetTenantByCode(ctx, "BETA000002") }},
 		// Migration 23 names the scheme of every stored hash (all argon2id,
 		// or none for a user without a password).
-		{"alice", withScheme(userAlice, identity.SchemeArgon2id), func() (any, error) { return s.GetUser(ctx, tn1, alice) }},
-		{"bob", withScheme(userBob, identity.SchemeNone), func() (any, error) { return s.GetUserByName(ctx, tn1, "bob") }},
+		{"alice", legacyUser(withScheme(userAlice, identity.SchemeArgon2id)), func() (any, error) { return s.GetUser(ctx, tn1, alice) }},
+		{"bob", legacyUser(withScheme(userBob, identity.SchemeNone)), func() (any, error) { return s.GetUserByName(ctx, tn1, "bob") }},
 		// A client stored before the OpenID Provider reads as a
 		// confidential client of client_credentials alone (migration 0015).
 		{"oauth client", withType(oauth, identity.ClientConfidential), func() (any, error) { return s.GetOAuthClient(ctx, oauth.ID) }},
@@ -419,5 +419,12 @@ func sqlBytes(db database, b []byte) string {
 
 func withScheme(u identity.User, scheme string) identity.User {
 	u.PasswordScheme = scheme
+	return u
+}
+
+// legacyUser is a user stored before migration 32 as it reads after it:
+// version 1 (the column's default for the rows already there).
+func legacyUser(u identity.User) identity.User {
+	u.Version = 1
 	return u
 }

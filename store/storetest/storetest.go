@@ -27,6 +27,7 @@ import (
 type Store interface {
 	identity.Store
 	identity.GroupStore
+	identity.UserDirectory
 	audit.LogStore
 	clients.Store
 	vault.Store
@@ -59,7 +60,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, userTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, passkeyTests, guideTests, eventStreamTests, eventStreamCursorTests, oauthTests, oidcTests, idempotencyTests, groupTests, passwordTests, mfaTests, fapiTests}
+	groups := [][]test{identityTests, userTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, passkeyTests, guideTests, eventStreamTests, eventStreamCursorTests, oauthTests, oidcTests, idempotencyTests, groupTests, passwordTests, mfaTests, fapiTests, directoryTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

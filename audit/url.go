@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/b64"
+
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
 )
@@ -103,7 +105,7 @@ func (s *URLSigner) verify(kind urlKind, jobID, tenant, expires, sig string) err
 	// Strict: one text per signature. The last of the 43 characters of a
 	// 32-byte MAC carries 2 unused bits; a lenient decoder would take a
 	// link whose last character differs in them as the same signature.
-	got, err := base64.RawURLEncoding.Strict().DecodeString(sig)
+	got, err := b64.URL(sig)
 	if err != nil || !hmac.Equal(got, s.mac(kind, jobID, tenant, exp)) {
 		return fault.E(op, fault.Forbidden, "invalid download link")
 	}

@@ -73,6 +73,8 @@ func TestURLSigner(t *testing.T) {
 		// The same 32 bytes leniently, with the last character's unused
 		// low bits set (a link ending in A still opening with B).
 		{"signature's unused bits changed", 0, func(v url.Values) string { v.Set("sig", twinLast(v.Get("sig"))); return "" }, fault.Forbidden, false},
+		// encoding/base64 skips line breaks even in strict mode (%0A).
+		{"signature with a line break", 0, func(v url.Values) string { s := v.Get("sig"); v.Set("sig", s[:5]+"\n"+s[5:]); return "" }, fault.Forbidden, false},
 		{"signature padded", 0, func(v url.Values) string { v.Set("sig", v.Get("sig")+"="); return "" }, fault.Forbidden, false},
 		{"expired and tampered", 48 * time.Hour, func(v url.Values) string { v.Set("tenant", "x"); return "" }, fault.Forbidden, false},
 	}

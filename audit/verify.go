@@ -17,6 +17,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+
+	"github.com/latchkey/latchkey/internal/b64"
 )
 
 // Errors of VerifyArchive. Test with errors.Is; a failure tied to one record
@@ -313,7 +315,7 @@ func checkSignature(d Digest, keys map[string]crypto.PublicKey) error {
 	if !ok || key == nil {
 		return fmt.Errorf("audit: %w: %q", ErrUnknownKey, d.KeyID)
 	}
-	sig, err := base64.RawURLEncoding.DecodeString(d.Signature)
+	sig, err := b64.URL(d.Signature)
 	if err != nil {
 		return fmt.Errorf("audit: %w: not base64url", ErrBadSignature)
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/latchkey/latchkey/internal/b64"
+
 	"github.com/go-webauthn/webauthn/metadata"
 
 	"github.com/latchkey/latchkey/audit"
@@ -217,7 +219,7 @@ func (s *Service) one(ctx context.Context, t target, id string) (Authenticator, 
 // isBase64URL reports whether id is unpadded base64url text of at least
 // one byte, in its canonical form (so one credential has one id).
 func isBase64URL(id string) bool {
-	b, err := base64.RawURLEncoding.Strict().DecodeString(id)
+	b, err := b64.URL(id)
 	return err == nil && len(b) > 0
 }
 

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	strictb64 "github.com/latchkey/latchkey/internal/b64"
+
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
 
@@ -218,7 +220,7 @@ func peekAssertion(assertion string) (*assertionClaims, error) {
 	hb, err1 := base64.RawURLEncoding.DecodeString(h)
 	pb, err2 := base64.RawURLEncoding.DecodeString(p)
 	var err3 error
-	c.sig, err3 = base64.RawURLEncoding.DecodeString(sig)
+	c.sig, err3 = strictb64.URL(sig)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, clientAuthError("client_assertion is not base64url", err)
 	}
@@ -675,7 +677,7 @@ func (s *Service) VerifyClientJWS(ctx context.Context, c OAuthClient, compact, p
 	}
 	hb, err1 := base64.RawURLEncoding.DecodeString(h)
 	pb, err2 := base64.RawURLEncoding.DecodeString(p)
-	sb, err3 := base64.RawURLEncoding.DecodeString(sig)
+	sb, err3 := strictb64.URL(sig)
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, "", errors.New("not base64url")
 	}

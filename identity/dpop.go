@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 
+	strictb64 "github.com/latchkey/latchkey/internal/b64"
+
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/golang-jwt/jwt/v5"
 
@@ -253,7 +255,7 @@ func refuseExtensions(proof string) error {
 // golang-jwt's signing methods; EdDSA and Ed25519 (RFC 9864's name) are
 // the same signature.
 func (h proofHeader) verify(header, payload, sig string) error {
-	raw, err := base64.RawURLEncoding.DecodeString(sig)
+	raw, err := strictb64.URL(sig)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/internal/b64"
+
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
@@ -469,7 +471,7 @@ func (s *Service) openRequest(sealed string) (AuthorizationRequest, error) {
 	if sealed == "" || len(sealed) > 8<<10 {
 		return AuthorizationRequest{}, bad
 	}
-	b, err := base64.RawURLEncoding.DecodeString(sealed)
+	b, err := b64.URL(sealed)
 	if err != nil {
 		return AuthorizationRequest{}, bad
 	}

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/latchkey/latchkey/internal/b64"
+
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
 )
@@ -111,7 +113,7 @@ func (s *Service) openStep(sealed string) (stepState, bool) {
 	if sealed == "" || len(sealed) > 8<<10 {
 		return st, false
 	}
-	b, err := base64.RawURLEncoding.DecodeString(sealed)
+	b, err := b64.URL(sealed)
 	if err != nil {
 		return st, false
 	}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	strictb64 "github.com/latchkey/latchkey/internal/b64"
+
 	"github.com/latchkey/latchkey/fault"
 )
 
@@ -72,7 +74,7 @@ func parseEnvelope(s, field string) (envelope, error) {
 	if err != nil {
 		return envelope{}, err
 	}
-	body, err := strictB64URL.DecodeString(rest)
+	body, err := strictb64.URL(rest)
 	if err != nil {
 		return envelope{}, fault.E(fault.Invalid, fault.Field(field), field+" is not base64url without padding", err)
 	}
@@ -110,7 +112,7 @@ func parsePrefixed(s, field string) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	b, err := strictB64URL.DecodeString(rest)
+	b, err := strictb64.URL(rest)
 	if err != nil || len(b) == 0 {
 		return 0, nil, fault.E(fault.Invalid, fault.Field(field), field+" is not base64url without padding", err)
 	}
@@ -172,7 +174,7 @@ func decodeBinary(s, field string) ([]byte, error) {
 	default:
 		enc = base64.RawStdEncoding
 	}
-	b, err := enc.Strict().DecodeString(s)
+	b, err := strictb64.Strict(enc, s)
 	if err != nil {
 		return nil, fault.E(fault.Invalid, fault.Field(field), field+" is not valid base64", err)
 	}

@@ -15,6 +15,8 @@ import (
 	"math/big"
 	"strings"
 
+	strictb64 "github.com/latchkey/latchkey/internal/b64"
+
 	"github.com/latchkey/latchkey/fault"
 )
 
@@ -483,9 +485,9 @@ func (ru *run) verifyJWS(ctx context.Context, in *Input) (Result, error) {
 	if len(parts) != 3 {
 		return bad("jws is not a compact JWS (three parts)")
 	}
-	hj, err1 := strictB64URL.DecodeString(parts[0])
-	payload, err2 := strictB64URL.DecodeString(parts[1])
-	sig, err3 := strictB64URL.DecodeString(parts[2])
+	hj, err1 := strictb64.URL(parts[0])
+	payload, err2 := strictb64.URL(parts[1])
+	sig, err3 := strictb64.URL(parts[2])
 	if err1 != nil || err2 != nil || err3 != nil {
 		return bad("jws has a part that is not base64url without padding")
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
+	"github.com/latchkey/latchkey/federation"
 	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
@@ -66,6 +67,7 @@ type Store interface {
 	identity.UserDirectory
 	mfa.Store
 	identity.ThrottleStore
+	federation.Store
 	// EndUserSessions ends a user's refresh tokens and browser sessions
 	// (mfa.Sessions): a first second factor does.
 	EndUserSessions(ctx context.Context, tenantID string, user identity.ObjectID, now time.Time) error
@@ -138,6 +140,9 @@ type Config struct {
 	// authorization request (RFC 9126 §5), whatever the client's
 	// require_pushed_authorization_requests.
 	RequirePAR bool
+	// GitHubEndpoints are GitHub's addresses for "github" upstream
+	// providers; zero means GitHub's own (tests point them elsewhere).
+	GitHubEndpoints federation.GitHubEndpoints
 	// ClientCAs are the CAs whose certificates authenticate OAuth clients
 	// registered for tls_client_auth (RFC 8705 §2.1), besides the
 	// platform's own client CA (the example server's -client-ca FILE).
@@ -276,6 +281,10 @@ type Platform struct {
 	// codes, the second step of logins, tenant policy (beyond the
 	// specification; API-mfa.md).
 	MFA *mfa.Service
+	// Federation is sign-in through tenants' upstream identity providers
+	// (OpenID Connect and GitHub) and the links of their identities to
+	// users (beyond the specification; API-federation.md).
+	Federation *federation.Service
 
 	streamEngine *eventstream.Engine
 
@@ -415,9 +424,15 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		Tenants: p.Identity, Directory: cfg.Store, Sealer: sealer, Passkeys: p.Authenticators, SecondFactor: guideSecondFactor{p.MFA},
 		IdleTimeout: cfg.GuideIdleTimeout, ClosedTimeout: cfg.GuideClosedTimeout, OpenGrace: cfg.GuideOpenGrace,
 	})
+	fedGuard := eventstream.Guard{AllowPrivate: cfg.AllowPrivateEndpoints}
+	p.Federation = federation.NewService(federation.Config{
+		Store: cfg.Store, Users: cfg.Store, Tenants: p.Identity, Sealer: sealer, Audit: p.recorder, Events: nativeEvents{p.Events},
+		Clock: cfg.Clock, Logger: cfg.Logger, HTTPClient: federationClient(fedGuard), CheckEndpoint: fedGuard.CheckEndpoint,
+		GitHub: cfg.GitHubEndpoints,
+	})
 	p.OIDC = oidc.NewService(oidc.Config{
 		Store: cfg.Store, Identity: p.Identity, Users: cfg.Store, Passkeys: p.Authenticators, SecondFactor: hostedSecondFactor{p.MFA, p.Authenticators},
-		Keys: keys, Sealer: sealer,
+		Keys: keys, Sealer: sealer, Upstreams: upstreams{p.Federation},
 		CSRFKey: sealer.SubKey("oidc-csrf"), Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL, RequirePAR: cfg.RequirePAR,
 	})

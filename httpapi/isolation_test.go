@@ -94,6 +94,12 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		t.Fatalf("create SCIM group: %d %s", grp.Status, grp.Body)
 	}
 	values["groupId"] = grp.JSON()["id"].(string)
+	// An upstream identity provider of A (github: no discovery to reach).
+	if r := e.Do("POST", "/api/v1/admin/tenants/"+a.ID+"/identity-providers", map[string]any{"id": "gh-of-acme-q7", "displayName": "GitHub of Acme",
+		"type": "github", "clientId": "gh-client-of-acme-q7", "clientSecret": "gh-secret"}, adminA); r.Status != http.StatusCreated {
+		t.Fatalf("create identity provider: %d %s", r.Status, r.Body)
+	}
+	values["providerId"] = "gh-of-acme-q7"
 	// Discovery names no tenant's resource: the same for every tenant.
 	values["resourceType"], values["schemaUrn"] = "Group", "urn:ietf:params:scim:schemas:core:2.0:Group"
 	shared := map[string]bool{"resourceType": true, "schemaUrn": true}
@@ -110,7 +116,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"/me/mfa/":            totp.JSON()["id"].(string),
 	}
 	// Markers of A's data: none may appear in an answer to B.
-	markers := []string{values["groupId"], "group-of-acme-q7", vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], values["clientId"], "acme-q7", idFor["/me/mfa/"]}
+	markers := []string{values["groupId"], "group-of-acme-q7", vtokID, a.ID, client.ID, values["userId"], values["jobId"], idFor["/vault/"], idFor["/notification/"], "reader-of-acme-q7", "robot-of-acme-q7", "vault-of-acme-q7", "alice-of-acme-q7", dev.ID(), values["subscriptionId"], values["clientId"], "acme-q7", idFor["/me/mfa/"], "gh-client-of-acme-q7"}
 
 	// Tenant B's credentials, each as strong as its kind allows.
 	oauthB := e.AuditClient(b, identity.RoleTenantAdmin, identity.AllScopes...)
@@ -150,6 +156,7 @@ func TestTenantIsolationOnEveryRoute(t *testing.T) {
 		"api-keys":            map[string]any{"name": "m", "areas": []string{"authenticator"}},
 		"ack":                 map[string]any{"page": 1},
 		"confirm":             map[string]any{"otp": "123456"},
+		"identity-providers":  map[string]any{"id": "m", "displayName": "M", "type": "github", "clientId": "m", "clientSecret": "m"},
 	}
 	param := regexp.MustCompile(`\{([A-Za-z]+)\}`)
 	checked := 0

@@ -223,6 +223,9 @@ func (s *Server) oidcSignIn(w http.ResponseWriter, r *http.Request) error {
 			return s.errorPage(w, r, fault.E(fault.Invalid, "a form field is repeated"))
 		}
 	}
+	if form.Get("provider") != "" {
+		return s.federationStart(w, r, form)
+	}
 	in := oidc.SignInRequest{Request: form.Get("request"), CSRFToken: form.Get("csrf_token"), BrowserID: oidcBrowserID(r),
 		Username: form.Get("username"), Password: form.Get("password"), FlowID: form.Get("flowId"), RemoteAddr: r.RemoteAddr,
 		MFAToken: form.Get("mfa_token"), OTP: form.Get("otp"), RecoveryCode: form.Get("recovery_code"), Saved: form.Get("saved") != ""}

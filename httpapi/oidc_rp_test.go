@@ -37,15 +37,19 @@ type oidcServer struct {
 	http  *http.Client // trusts the server's certificate at s.url
 }
 
-func newOIDCServer(t *testing.T) *oidcServer {
+func newOIDCServer(t *testing.T, configure ...func(*latchkey.Config)) *oidcServer {
 	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	u := strings.Replace(srv.URL, "127.0.0.1", "localhost", 1)
 	st := memstore.New()
-	p, err := latchkey.New(t.Context(), latchkey.Config{Store: st, MasterKey: seal.NewKey(), Issuer: u,
-		PasswordParams: identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1}, AllowWeakPasswordHashing: true})
+	cfg := latchkey.Config{Store: st, MasterKey: seal.NewKey(), Issuer: u,
+		PasswordParams: identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1}, AllowWeakPasswordHashing: true}
+	for _, o := range configure {
+		o(&cfg)
+	}
+	p, err := latchkey.New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

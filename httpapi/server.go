@@ -131,6 +131,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerEventStream()
 	s.registerSCIM()
 	s.registerGroups()
+	s.registerFederation()
 	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))
 	return s
 }

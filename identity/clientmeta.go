@@ -86,6 +86,10 @@ type ClientMetadata struct {
 	// TokenExchangeSubjectAudiences are the audiences of subject tokens,
 	// issued to other clients, that this client may exchange (RFC 8693).
 	TokenExchangeSubjectAudiences []string `json:"token_exchange_subject_audiences,omitempty"`
+	// IdentityProviders narrows the upstream identity providers the
+	// hosted sign-in page offers this client (API-federation.md); nil
+	// offers every enabled provider of the tenant.
+	IdentityProviders []string `json:"identity_providers,omitempty"`
 }
 
 // Method is the client's authentication method as the admin route shows

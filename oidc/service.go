@@ -105,6 +105,9 @@ type Config struct {
 	SecondFactor SecondFactor
 	Keys         Keys
 	Sealer       Sealer
+	// Upstreams, when set, gives the sign-in page its "Sign in with …"
+	// buttons (federation.go).
+	Upstreams Upstreams
 	// CSRFKey keys the sign-in form's CSRF tokens (32 random bytes, the
 	// same on every process: seal.Sealer.SubKey).
 	CSRFKey []byte

@@ -25,6 +25,9 @@ type Page struct {
 	// Second, when set, is the second step the page shows instead of
 	// the password form (a step-up of the browser's session).
 	Second *SecondStep
+	// Upstreams are the "Sign in with …" buttons of the tenant's
+	// upstream identity providers.
+	Upstreams []UpstreamOption
 }
 
 // SignInPage returns the sign-in page of a sealed request for the browser
@@ -41,6 +44,9 @@ func (s *Service) SignInPage(ctx context.Context, request, browserID string) (Pa
 	}
 	pg := Page{ClientName: c.Name, TenantName: t.Name, TenantCode: t.Code, Request: request, CSRFToken: s.CSRFToken(browserID),
 		LoginHint: req.LoginHint, Passkeys: s.cfg.Passkeys != nil}
+	if pg.Upstreams, err = s.upstreamOptions(ctx, c, t.ID); err != nil {
+		return Page{}, err
+	}
 	if req.StepUp {
 		// A step-up of the browser's session: only the missing factor.
 		if pg.Second, err = s.stepUpPage(ctx, req, browserID); err != nil {

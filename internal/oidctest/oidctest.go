@@ -34,14 +34,18 @@ type Provider struct {
 	email         string
 	emailVerified bool
 	nonceOverride string
+	sub           string         // SignInClaims's subject ("": "sub-" + email)
+	extra         map[string]any // SignInClaims's other claims
+	failNext      string         // FailNext's error code
 	codes         map[string]grant
 	// Exchanges counts successful code exchanges.
 	Exchanges int
 }
 
 type grant struct {
-	clientID, redirectURI, challenge, nonce, email string
-	verified                                       bool
+	clientID, redirectURI, challenge, nonce, email, sub string
+	verified                                            bool
+	extra                                               map[string]any
 }
 
 // New starts a provider for one client; now is its clock (the relying
@@ -68,7 +72,23 @@ func (p *Provider) Issuer() string { return p.URL }
 func (p *Provider) SignIn(email string, verified bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.email, p.emailVerified = email, verified
+	p.email, p.emailVerified, p.sub, p.extra = email, verified, "", nil
+}
+
+// SignInClaims sets the user the authorization endpoint signs in next by
+// its subject and ID token claims (email and email_verified among them).
+func (p *Provider) SignInClaims(sub string, claims map[string]any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.email, p.emailVerified, p.sub, p.extra = "", false, sub, claims
+}
+
+// FailNext makes the next authorization answer the error code instead of
+// a code.
+func (p *Provider) FailNext(code string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.failNext = code
 }
 
 // WrongNonce makes later ID tokens carry nonce instead of the one asked
@@ -113,11 +133,17 @@ func (p *Provider) authorize(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	code := rand.Text()
 	p.codes[code] = grant{clientID: q.Get("client_id"), redirectURI: q.Get("redirect_uri"), challenge: q.Get("code_challenge"),
-		nonce: q.Get("nonce"), email: p.email, verified: p.emailVerified}
+		nonce: q.Get("nonce"), email: p.email, verified: p.emailVerified, sub: p.sub, extra: p.extra}
+	fail := p.failNext
+	p.failNext = ""
 	p.mu.Unlock()
 	back, _ := url.Parse(q.Get("redirect_uri"))
 	bq := back.Query()
-	bq.Set("code", code)
+	if fail != "" {
+		bq.Set("error", fail)
+	} else {
+		bq.Set("code", code)
+	}
 	bq.Set("state", q.Get("state"))
 	back.RawQuery = bq.Encode()
 	http.Redirect(w, r, back.String(), http.StatusFound)
@@ -156,6 +182,14 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 	now := p.Now()
 	claims := jwt.MapClaims{"iss": p.URL, "sub": "sub-" + g.email, "aud": p.ClientID, "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(),
 		"nonce": nonce, "email": g.email, "email_verified": g.verified}
+	if g.sub != "" {
+		delete(claims, "email")
+		delete(claims, "email_verified")
+		claims["sub"] = g.sub
+		for k, v := range g.extra {
+			claims[k] = v
+		}
+	}
 	tok := jwt.NewWithClaims(jwt.SigningMethodRS256, claims)
 	tok.Header["kid"] = "k1"
 	idt, err := tok.SignedString(p.key)

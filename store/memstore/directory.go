@@ -63,6 +63,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenantID string, id identity.Obj
 		}
 	}
 	s.deleteUserSessions(tenantID, id)
+	s.deleteUserLinks(tenantID, id)
 	return nil
 }
 

@@ -80,6 +80,7 @@ type Store struct {
 	idem       map[idemKey]idempotency.Entry   // see idempotency.go
 	grp        groupData                       // directory groups; see groups.go
 	mfa        mfaData                         // multi-factor state; see mfa.go
+	fed        fedData                         // upstream identity providers and links; see federation.go
 	throttles  map[string]identity.ThrottleCounter
 
 	notReady error // what Ready returns; see SetNotReady

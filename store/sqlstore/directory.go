@@ -64,6 +64,7 @@ func (s *Store) DeleteUser(ctx context.Context, tenantID string, id identity.Obj
 		stmts := append([]string{
 			`DELETE FROM group_members WHERE tenant_id = $1 AND user_id = $2`,
 			`DELETE FROM authenticators WHERE tenant_id = $1 AND user_id = $2`,
+			`DELETE FROM federated_identities WHERE tenant_id = $1 AND user_id = $2`,
 		}, sessionTables...)
 		for _, stmt := range append(stmts, `DELETE FROM users WHERE tenant_id = $1 AND id = $2`) {
 			if _, err := q.Exec(ctx, stmt, tenantID, id[:]); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
+	"github.com/latchkey/latchkey/federation"
 	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/idempotency"
 	"github.com/latchkey/latchkey/identity"
@@ -42,6 +43,7 @@ type Store interface {
 	idempotency.Store
 	mfa.Store
 	identity.ThrottleStore
+	federation.Store
 	EndUserSessions(ctx context.Context, tenantID string, user identity.ObjectID, now time.Time) error
 	Close() error
 }
@@ -60,7 +62,7 @@ type test struct {
 
 // Run runs the whole suite against stores made by newStore.
 func Run(t *testing.T, newStore NewStore) {
-	groups := [][]test{identityTests, userTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, passkeyTests, guideTests, eventStreamTests, eventStreamCursorTests, oauthTests, oidcTests, idempotencyTests, groupTests, passwordTests, mfaTests, fapiTests, directoryTests}
+	groups := [][]test{identityTests, userTests, auditTests, concurrencyTests, clientTests, clientConcurrencyTests, vaultTests, exportTests, eventTests, revocationTests, notifyTests, notifyConcurrencyTests, vtokenTests, vtokenConcurrencyTests, authenticatorTests, passkeyTests, guideTests, eventStreamTests, eventStreamCursorTests, oauthTests, oidcTests, idempotencyTests, groupTests, passwordTests, mfaTests, fapiTests, directoryTests, federationTests}
 	for _, g := range groups {
 		for _, tc := range g {
 			t.Run(tc.name, func(t *testing.T) {

@@ -1,0 +1,74 @@
+package oidc
+
+import (
+	"context"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/identity"
+)
+
+// Upstreams lists the upstream identity providers a tenant's sign-in page
+// offers (package federation, through the platform).
+type Upstreams interface {
+	SignInOptions(ctx context.Context, tenantID string, allowed []string) ([]UpstreamOption, error)
+}
+
+// UpstreamOption is one "Sign in with <DisplayName>" button.
+type UpstreamOption struct {
+	ID          string
+	DisplayName string
+}
+
+// upstreamOptions are the page's buttons: the tenant's enabled providers,
+// narrowed by the client's identity_providers.
+func (s *Service) upstreamOptions(ctx context.Context, c identity.OAuthClient, tenantID string) ([]UpstreamOption, error) {
+	if s.cfg.Upstreams == nil {
+		return nil, nil
+	}
+	return s.cfg.Upstreams.SignInOptions(ctx, tenantID, c.IdentityProviders)
+}
+
+// UpstreamStart checks a sign-in form posted with a provider button: the
+// browser's CSRF token (fault.Forbidden without it) and the sealed request
+// (fault.Invalid when forged or expired). It returns the tenant whose
+// provider the browser may start with and the client's narrowing of its
+// providers (nil: all).
+func (s *Service) UpstreamStart(ctx context.Context, request, csrfToken, browserID string) (tenantID string, allowed []string, err error) {
+	if !s.checkCSRF(browserID, csrfToken) {
+		return "", nil, fault.E(fault.Forbidden, fault.Field("csrf_token"), MsgCSRF)
+	}
+	req, err := s.openRequest(request)
+	if err != nil {
+		return "", nil, err
+	}
+	c, t, err := s.clientAndTenant(ctx, req)
+	if err != nil {
+		return "", nil, err
+	}
+	return t.ID, c.IdentityProviders, nil
+}
+
+// UpstreamSignIn completes the sealed request for a user an upstream
+// provider signed in (package federation decided who): a new session with
+// amr (["fed"], and the upstream's when the provider passes them) and the
+// provider as idp, audited as oidc.sign-in.
+func (s *Service) UpstreamSignIn(ctx context.Context, request, browserID string, u identity.User, amr []string, idp string) (SignInResult, error) {
+	req, err := s.openRequest(request)
+	if err != nil {
+		return SignInResult{}, err
+	}
+	_, tenant, err := s.clientAndTenant(ctx, req)
+	if err != nil {
+		return SignInResult{}, err
+	}
+	if tenant.ID != u.TenantID {
+		return SignInResult{}, fault.E(fault.Invalid, MsgRequestExpired)
+	}
+	if u.Inactive {
+		return SignInResult{}, fault.E(fault.Unauthenticated, MsgBadLogin)
+	}
+	ctx = audit.WithActor(ctx, "", req.ClientID)
+	meta := map[string]any{"client_id": req.ClientID, "method": "federation", "idp": idp}
+	return s.signedIn(ctx, req, tenant, u, amr, "", browserID, nil, meta)
+}

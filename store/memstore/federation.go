@@ -87,7 +87,9 @@ func (s *Store) CreateFederatedIdentity(ctx context.Context, l federation.Link) 
 		s.fed.links = map[[3]string]federation.Link{}
 	}
 	return insertUnique(s.fed.links, [3]string{l.TenantID, l.ProviderID, l.Subject}, l, "the upstream identity is linked already",
-		func(o federation.Link) bool { return o.TenantID == l.TenantID && o.ProviderID == l.ProviderID && o.UserID == l.UserID },
+		func(o federation.Link) bool {
+			return o.TenantID == l.TenantID && o.ProviderID == l.ProviderID && o.UserID == l.UserID
+		},
 		"the user has a link of this provider")
 }
 

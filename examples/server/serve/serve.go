@@ -63,8 +63,8 @@ type Config struct {
 	VaultLeaseFor, VaultPollEvery time.Duration
 	// SigningKeyRotation is the period of the platform's signing keys
 	// (-signing-key-rotation, default 720h); 0 turns it off.
-	SigningKeyRotation time.Duration
-	AllowPrivateEndpoints         bool
+	SigningKeyRotation    time.Duration
+	AllowPrivateEndpoints bool
 	// ClientCAFile is a PEM file of CAs whose certificates authenticate
 	// tls_client_auth OAuth clients, besides the platform's client CA.
 	ClientCAFile string

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 
+	"github.com/latchkey/latchkey/authenticator"
 	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/federation"
+	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/oidc"
 )
 
@@ -48,4 +50,12 @@ func (u upstreams) SignInOptions(ctx context.Context, tenantID string, allowed [
 		out = append(out, oidc.UpstreamOption{ID: p.ID, DisplayName: p.DisplayName})
 	}
 	return out, nil
+}
+
+// passkeyCount counts a user's passkeys (authenticator.Store).
+type passkeyCount struct{ st authenticator.Store }
+
+func (p passkeyCount) CountPasskeys(ctx context.Context, tenantID string, userID identity.ObjectID) (int, error) {
+	_, n, err := p.st.ListAuthenticators(ctx, tenantID, userID, 0, 1)
+	return n, err
 }

@@ -453,6 +453,15 @@ type Pending struct {
 	Email      string    `json:"m"`
 	Vouched    bool      `json:"v"`
 	Expires    time.Time `json:"e"`
+	// Next is where the browser goes after the confirmation (the
+	// client's redirect of the sign-in that proved the account).
+	Next string `json:"x,omitempty"`
+}
+
+// SealPending seals a pending identity again (with Next set).
+func (s *Service) SealPending(pd Pending) []byte {
+	b, _ := json.Marshal(pd)
+	return s.cfg.Sealer.Seal(sealPending, b)
 }
 
 // OpenPending reads a sealed pending identity; nil when it is unreadable,

@@ -102,6 +102,9 @@ type Config struct {
 	// CheckEndpoint, when set, refuses an issuer on a private address.
 	CheckEndpoint Guard
 	GitHub        GitHubEndpoints
+	// Passkeys, when set, counts a user's passkeys: unlinking the last
+	// way to sign in is refused.
+	Passkeys Passkeys
 }
 
 // Service manages upstream identity providers and signs users in through

@@ -253,6 +253,9 @@ func (s *Server) oidcSignIn(w http.ResponseWriter, r *http.Request) error {
 		return s.errorPage(w, r, err)
 	}
 	setOIDCCookie(w, r, res.SessionID)
+	if u, err := s.p.OIDC.SessionUser(r.Context(), res.SessionID); err == nil && s.pendingConnect(w, r, res.SessionID, u, res.Outcome.Redirect) {
+		return nil // the question of a pending upstream identity first
+	}
 	pageHeaders(w)
 	http.Redirect(w, r, res.Outcome.Redirect, http.StatusSeeOther)
 	return nil

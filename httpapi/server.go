@@ -132,6 +132,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerSCIM()
 	s.registerGroups()
 	s.registerFederation()
+	s.registerFederationLinks()
 	s.mux.HandleFunc("/", s.instrumented("any", "unmatched", s.fallback))
 	return s
 }

@@ -72,3 +72,26 @@ func (s *Service) UpstreamSignIn(ctx context.Context, request, browserID string,
 	meta := map[string]any{"client_id": req.ClientID, "method": "federation", "idp": idp}
 	return s.signedIn(ctx, req, tenant, u, amr, "", browserID, nil, meta)
 }
+
+// SessionUser returns the user of the browser session whose cookie holds
+// browserID: fault.Unauthenticated when there is none or it expired.
+func (s *Service) SessionUser(ctx context.Context, browserID string) (identity.User, error) {
+	if browserID == "" {
+		return identity.User{}, fault.E(fault.Unauthenticated, "Sign in first.")
+	}
+	sess, err := s.st.GetOIDCSession(ctx, hashOf(browserID))
+	if fault.Is(fault.NotFound, err) || err == nil && !s.now().Before(sess.ExpiresAt) {
+		return identity.User{}, fault.E(fault.Unauthenticated, "Sign in first.")
+	} else if err != nil {
+		return identity.User{}, err
+	}
+	u, err := s.cfg.Users.GetUser(ctx, sess.TenantID, sess.UserID)
+	if fault.Is(fault.NotFound, err) || err == nil && u.Inactive {
+		return identity.User{}, fault.E(fault.Unauthenticated, "Sign in first.")
+	}
+	return u, err
+}
+
+// CheckCSRF reports whether token is the CSRF token of the browser whose
+// cookie holds browserID (the account page's forms).
+func (s *Service) CheckCSRF(browserID, token string) bool { return s.checkCSRF(browserID, token) }

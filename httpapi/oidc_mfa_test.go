@@ -13,6 +13,7 @@ import (
 
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
+	"github.com/latchkey/latchkey/mfa"
 )
 
 var mfaTokenInput = regexp.MustCompile(`name="mfa_token" value="([^"]+)"`)
@@ -353,5 +354,38 @@ func TestClientDefaultACRAndMaxAge(t *testing.T) {
 	patch(map[string]any{"default_max_age": nil})
 	if loc := silent(nil); !strings.Contains(loc, "code=") {
 		t.Errorf("default_max_age cleared: %q", loc)
+	}
+}
+
+// TestHostedSecondStepThrottled: the page's wrong codes count toward the
+// second-factor throttle the API keeps: after 10 in an hour the page
+// answers 429 "Too many attempts. Try again in N seconds." with
+// Retry-After.
+func TestHostedSecondStepThrottled(t *testing.T) {
+	h := newHostedMFA(t)
+	wrong := latchkeytest.TOTP(h.secret, h.e.Clock.Now().Add(-time.Hour), 6)
+	step := func() (string, url.Values) {
+		cookie, page := h.start(t, "", nil)
+		csrf, request := formValues(t, page.Body)
+		cookie, second := h.post(t, cookie, url.Values{"csrf_token": {csrf}, "request": {request}, "username": {"alice"}, "password": {"alice-password-1"}})
+		return cookie, url.Values{"csrf_token": {csrf}, "request": {request}, "mfa_token": {hidden(t, second.Body, mfaTokenInput)}, "otp": {wrong}}
+	}
+	for fails := 0; fails < mfa.MaxFailuresPerWindow; {
+		cookie, form := step()
+		for range mfa.MaxTokenAttempts {
+			if fails == mfa.MaxFailuresPerWindow {
+				break
+			}
+			if _, r := h.post(t, cookie, form); r.Status != http.StatusUnauthorized || !strings.Contains(string(r.Body), "Invalid code.") {
+				t.Fatalf("wrong code %d: %d %s", fails+1, r.Status, r.Body)
+			}
+			fails++
+		}
+	}
+	cookie, form := step()
+	_, r := h.post(t, cookie, form)
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" ||
+		!regexp.MustCompile(`Too many attempts\. Try again in [0-9]+ seconds\.`).Match(r.Body) {
+		t.Errorf("the 11th wrong code: %d Retry-After %q %s", r.Status, r.Header.Get("Retry-After"), r.Body)
 	}
 }

@@ -108,8 +108,8 @@ func indistinguishable(t *testing.T, kinds []kind, before func(round int)) {
 // as slow as a wrong password (one argon2id whether or not a code's tag
 // picked a candidate).
 func TestNoEnumerationTiming(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing test in -short mode")
+	if testing.Short() || raceEnabled {
+		t.Skip("timing test in -short mode or under the race detector")
 	}
 	e := newEnv(t, func(c *latchkey.Config) { c.PasswordParams = timingParams })
 	_, codes := e.enrol(e.Login("alice", "alice-password-1", e.tenant.Code))

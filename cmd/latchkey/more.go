@@ -9,4 +9,3 @@ func (a *app) moreCommands() []*cobra.Command { return nil }
 func (a *app) importCommand() *cobra.Command {
 	return &cobra.Command{Use: "import", Short: "Import users with their password hashes", Hidden: true}
 }
-

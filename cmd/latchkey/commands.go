@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -102,7 +103,7 @@ func (a *app) tenantFlag(cmd *cobra.Command, ref *string) {
 }
 
 // tenantID resolves a tenant given by id or code.
-func (c *conn) tenantID(cmd *cobra.Command, ref string) (string, error) {
+func (c *conn) tenantID(ctx context.Context, ref string) (string, error) {
 	if ref == "" {
 		ref = c.a.getenv("LATCHKEY_TENANT")
 	}
@@ -113,7 +114,7 @@ func (c *conn) tenantID(cmd *cobra.Command, ref string) (string, error) {
 		return ref, nil
 	}
 	var p listPage
-	if err := c.do(cmd.Context(), "GET", "/api/v1/admin/tenants?code="+url.QueryEscape(strings.ToUpper(ref)), nil, &p); err != nil {
+	if err := c.do(ctx, "GET", "/api/v1/admin/tenants?code="+url.QueryEscape(strings.ToUpper(ref)), nil, &p); err != nil {
 		return "", err
 	}
 	for _, raw := range p.Resources {
@@ -172,7 +173,7 @@ func (a *app) tenantCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			id, err := c.tenantID(cmd, argv[0])
+			id, err := c.tenantID(cmd.Context(), argv[0])
 			if err != nil {
 				return err
 			}
@@ -204,7 +205,7 @@ func (a *app) userCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tid, err := c.tenantID(cmd, tenant)
+			tid, err := c.tenantID(cmd.Context(), tenant)
 			if err != nil {
 				return err
 			}
@@ -241,7 +242,7 @@ func (a *app) userCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tid, err := c.tenantID(cmd, listTenant)
+			tid, err := c.tenantID(cmd.Context(), listTenant)
 			if err != nil {
 				return err
 			}
@@ -272,7 +273,7 @@ func (a *app) clientCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tid, err := c.tenantID(cmd, tenant)
+			tid, err := c.tenantID(cmd.Context(), tenant)
 			if err != nil {
 				return err
 			}
@@ -313,7 +314,7 @@ func (a *app) clientCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tid, err := c.tenantID(cmd, listTenant)
+			tid, err := c.tenantID(cmd.Context(), listTenant)
 			if err != nil {
 				return err
 			}
@@ -335,7 +336,7 @@ func (a *app) clientCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tid, err := c.tenantID(cmd, delTenant)
+			tid, err := c.tenantID(cmd.Context(), delTenant)
 			if err != nil {
 				return err
 			}

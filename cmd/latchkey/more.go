@@ -6,6 +6,3 @@ import "github.com/spf13/cobra"
 // migrate).
 func (a *app) moreCommands() []*cobra.Command { return nil }
 
-func (a *app) importCommand() *cobra.Command {
-	return &cobra.Command{Use: "import", Short: "Import users with their password hashes", Hidden: true}
-}

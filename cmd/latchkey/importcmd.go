@@ -627,4 +627,3 @@ func (a *app) putFirebaseKey(ctx context.Context, c *conn, tid, file string) (st
 	}
 	return name, nil
 }
-

@@ -93,10 +93,10 @@ func main() {
 	}
 	write(dir+"keycloak-realm.json", map[string]any{
 		"id": "acme", "realm": "acme", "enabled": true,
-		"clients":     []any{map[string]any{"clientId": "account", "redirectUris": []string{"/realms/acme/account/*"}}},
-		"users":       users,
-		"smtpServer":  map[string]any{},
-		"attributes":  map[string]any{"frontendUrl": ""},
+		"clients":    []any{map[string]any{"clientId": "account", "redirectUris": []string{"/realms/acme/account/*"}}},
+		"users":      users,
+		"smtpServer": map[string]any{},
+		"attributes": map[string]any{"frontendUrl": ""},
 	})
 
 	// Auth0: the password-hash export, NDJSON.

@@ -2,6 +2,7 @@ package main
 
 import "github.com/spf13/cobra"
 
-// moreCommands are the commands of the second part (token, key, audit,
-// migrate).
-func (a *app) moreCommands() []*cobra.Command { return nil }
+// moreCommands are the vault, audit and migration commands.
+func (a *app) moreCommands() []*cobra.Command {
+	return []*cobra.Command{a.keyCommand(), a.auditCommand(), a.migrateCommand()}
+}

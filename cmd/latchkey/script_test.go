@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -74,6 +76,13 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			env.Setenv("ADMIN_PASSWORD", adminPassword)
 			env.Setenv("DATA", data)
 			env.Setenv("CI", "1")
+			// A free port for a server the script starts itself.
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			env.Setenv("FREEPORT", strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+			ln.Close()
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -82,6 +91,8 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			"login-check": cmdLoginCheck,
 			"tamper":      cmdTamper,
 			"jsonget":     cmdJSONGet,
+			"truncate":    cmdTruncate,
+			"waithttp":    cmdWaitHTTP,
 		},
 	}
 }
@@ -193,4 +204,43 @@ func cmdJSONGet(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("no field %s in stdout", args[1])
 	}
 	ts.Setenv(args[0], fmt.Sprint(v))
+}
+
+// cmdTruncate cuts a file to a size: truncate FILE SIZE.
+func cmdTruncate(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: truncate FILE SIZE")
+	}
+	n, err := strconv.ParseInt(args[1], 10, 64)
+	ts.Check(err)
+	ts.Check(os.Truncate(ts.MkAbs(args[0]), n))
+}
+
+// cmdWaitHTTP waits until GET URL answers STATUS: waithttp URL STATUS.
+// It polls a server process the script started, which a test cannot
+// signal otherwise; it gives up after 60 s.
+func cmdWaitHTTP(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: waithttp URL STATUS")
+	}
+	want, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	deadline := time.Now().Add(60 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(args[0])
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == want {
+				return
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		<-tick.C
+	}
+	ts.Fatalf("%s: %s, want %d", args[0], last, want)
 }

@@ -32,24 +32,35 @@ func TestMain(m *testing.M) {
 const adminPassword = "script-admin-password-1"
 
 // TestScripts runs testdata/script/*.txtar: each against a server of its
-// own (internal/serve on 127.0.0.1:0, SQLite in the script's work
-// directory, or a fresh schema of $PLATFORM_POSTGRES_DSN when
-// LATCHKEY_SCRIPT_POSTGRES is set), with LATCHKEY_URL, XDG_CONFIG_HOME,
-// ADMIN_PASSWORD and DATA (the data directory) set.
+// own (internal/serve on 127.0.0.1:0 with SQLite in the script's work
+// directory), with LATCHKEY_URL, LATCHKEY_TLS_URL, XDG_CONFIG_HOME,
+// ADMIN_PASSWORD, DATA (the data directory) and FREEPORT set.
 func TestScripts(t *testing.T) {
 	t.Parallel()
-	testscript.Run(t, scriptParams(t, "testdata/script"))
+	testscript.Run(t, scriptParams("testdata/script", ""))
 }
 
-func scriptParams(t *testing.T, dir string) testscript.Params {
+// TestScriptsPostgres runs the same scripts with the server on
+// PostgreSQL ($PLATFORM_POSTGRES_DSN, a fresh schema per script); .ci/
+// postgres.sh runs it.
+func TestScriptsPostgres(t *testing.T) {
+	dsn := os.Getenv("PLATFORM_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("PLATFORM_POSTGRES_DSN is not set")
+	}
+	t.Parallel()
+	testscript.Run(t, scriptParams("testdata/script", dsn))
+}
+
+func scriptParams(dir, postgresDSN string) testscript.Params {
 	return testscript.Params{
 		Dir:                 dir,
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			data := filepath.Join(env.WorkDir, ".data")
 			cfg := serve.Config{Addr: "127.0.0.1:0", TLSAddr: "127.0.0.1:0", DataDir: data, AdminPassword: adminPassword}
-			if dsn := os.Getenv("PLATFORM_POSTGRES_DSN"); dsn != "" && os.Getenv("LATCHKEY_SCRIPT_POSTGRES") != "" {
-				pdsn, drop, err := postgresSchema(dsn)
+			if postgresDSN != "" {
+				pdsn, drop, err := postgresSchema(postgresDSN)
 				if err != nil {
 					return err
 				}
@@ -75,6 +86,13 @@ func scriptParams(t *testing.T, dir string) testscript.Params {
 			env.Setenv("HOME", env.WorkDir)
 			env.Setenv("ADMIN_PASSWORD", adminPassword)
 			env.Setenv("DATA", data)
+			// The server's database, as migrate takes it.
+			env.Setenv("STOREFLAG", "--data")
+			env.Setenv("STOREARG", data)
+			if cfg.PostgresDSN != "" {
+				env.Setenv("STOREFLAG", "--postgres")
+				env.Setenv("STOREARG", cfg.PostgresDSN)
+			}
 			env.Setenv("CI", "1")
 			// A free port for a server the script starts itself.
 			ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -30,6 +30,7 @@ func (f *Flags) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&cfg.ExportPollEvery, "export-poll", 0, "how often an idle export worker looks for jobs (default 1s; PostgreSQL wakes it sooner)")
 	fs.DurationVar(&cfg.VaultLeaseFor, "vault-lease", 0, "vault rotation pass: how long a process holds the keys it claimed (default 2m); a dead process's keys are taken over when it lapses")
 	fs.DurationVar(&cfg.VaultPollEvery, "vault-poll", 0, "vault rotation pass and encryption counters: how often they run (default 1m)")
+	fs.DurationVar(&cfg.SigningKeyRotation, "signing-key-rotation", DefaultSigningKeyRotation, "period of the platform's signing keys (platform-jwt, platform-oidc-rs256); each new version is in the JWKS 10 minutes before it signs; 0 turns it off")
 	fs.StringVar(&cfg.InstanceName, "instance", "", "names this process in the leases it holds (lease_owner: the name, a dash and a random id)")
 	fs.BoolVar(&cfg.AllowPrivateEndpoints, "allow-private-endpoints", false, "let event-stream endpoints and OAuth clients' jwks_uri be on loopback or private addresses")
 	fs.StringVar(&cfg.ClientCAFile, "client-ca", "", "PEM file of CAs whose certificates authenticate tls_client_auth OAuth clients (besides the platform's client CA)")

@@ -62,7 +62,10 @@ type Config struct {
 	// VaultLeaseFor and VaultPollEvery tune the vault's rotation pass (see
 	// latchkey.Config); zero means the defaults (2 minutes, 1 minute).
 	VaultLeaseFor, VaultPollEvery time.Duration
-	AllowPrivateEndpoints         bool
+	// SigningKeyRotation is the period of the platform's signing keys
+	// (-signing-key-rotation, default 720h); 0 turns it off.
+	SigningKeyRotation    time.Duration
+	AllowPrivateEndpoints bool
 	// ClientCAFile is a PEM file of CAs whose certificates authenticate
 	// tls_client_auth OAuth clients, besides the platform's client CA.
 	ClientCAFile string
@@ -201,7 +204,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	p, err := latchkey.New(ctx, latchkey.Config{Store: st, ClientCAs: clientCAs, RequirePAR: cfg.RequirePAR, MasterKey: key, Logger: log, Issuer: public, TracerProvider: tp,
 		ArchiveDir: archives, InstanceName: cfg.InstanceName, ExportLeaseFor: cfg.ExportLeaseFor, ExportPollEvery: cfg.ExportPollEvery, FIDOMetadata: mds,
-		VaultLeaseFor: cfg.VaultLeaseFor, VaultPollEvery: cfg.VaultPollEvery,
+		VaultLeaseFor: cfg.VaultLeaseFor, VaultPollEvery: cfg.VaultPollEvery, SigningKeyRotation: signingRotation(cfg.SigningKeyRotation),
 		GuideIdleTimeout: cfg.GuideIdle, GuideClosedTimeout: cfg.GuideClosed,
 		AllowPrivateEndpoints: cfg.AllowPrivateEndpoints})
 	if err != nil {
@@ -525,3 +528,15 @@ func loadFIDOMetadata(file, rootFile string) (metadata.Provider, error) {
 	}
 	return mds, nil
 }
+
+// signingRotation maps -signing-key-rotation to the platform's Config:
+// 0 (off) is a negative period there, where zero means the default.
+func signingRotation(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// DefaultSigningKeyRotation is -signing-key-rotation's default.
+const DefaultSigningKeyRotation = latchkey.DefaultSigningKeyRotation

@@ -17,13 +17,13 @@ import (
 // order each round so that a loaded machine slows every kind alike, are
 // compared by their median times. A run passes when no kind's median is
 // more than maxTimingRatio times another's; a measurement passes when
-// one of three runs does, so that a burst of load cannot fail it, while
+// one of five runs does, so that a burst of load cannot fail it, while
 // a real difference (an unknown user answered without the argon2id a
 // known one costs is several times faster) fails every run.
 const (
 	timingRounds   = 31
-	timingRuns     = 3
-	maxTimingRatio = 1.4
+	timingRuns     = 5
+	maxTimingRatio = 1.5
 	// yardstickRatio bounds a yardstick's median against the others':
 	// other work around the same argon2id may differ, a skipped argon2id
 	// is ten times faster.

@@ -59,7 +59,9 @@ func contractAudit(t *testing.T, c *contract, f fixture) {
 	t.Run("signing keys", func(t *testing.T) {
 		p := "/audit/v1/signing-keys"
 		_, body := c.do(t, call{method: "GET", path: p, token: tok, want: 200})
-		if keys := decode[struct{ Keys []struct{ Kid, Status string } }](t, body).Keys; len(keys) == 0 || keys[0].Kid == "" || keys[0].Status != "current" {
+		if keys := decode[struct {
+			Keys []struct{ Kid, Status string }
+		}](t, body).Keys; len(keys) == 0 || keys[0].Kid == "" || keys[0].Status != "current" {
 			t.Errorf("signing keys %s", body)
 		}
 		c.do(t, call{method: "GET", path: p, want: 401})

@@ -155,6 +155,13 @@ type Config struct {
 	// vault.DefaultPollEvery (1 minute).
 	VaultLeaseFor  time.Duration
 	VaultPollEvery time.Duration
+	// SigningKeyRotation is the period of the platform's signing keys
+	// (the vault keys platform-jwt and platform-oidc-rs256), set on both
+	// at start and audited when it changes; each rotation's version is
+	// published in the JWKS 10 minutes before it signs. Zero means
+	// DefaultSigningKeyRotation (720 hours); a negative value turns the
+	// automatic rotation off (the example server's -signing-key-rotation 0).
+	SigningKeyRotation time.Duration
 	// InstanceName names this process in the leases it holds (event-stream
 	// subscriptions, export jobs; column lease_owner), so that an operator
 	// or a fault-injection harness can tell which process delivers what.
@@ -208,6 +215,9 @@ const revocationsChannel = "latchkey_revocations"
 // seconds.
 const vaultKeysChannel = "latchkey_vault_keys"
 
+// DefaultSigningKeyRotation is Config.SigningKeyRotation's default.
+const DefaultSigningKeyRotation = vault.DefaultSigningKeyRotation
+
 // DefaultIssuer is the issuer of a platform configured without one: the
 // example server's default URL, which is also httpapi.Defaults' PublicURL,
 // so that tokens, their audience and the metadata agree out of the box.
@@ -239,8 +249,11 @@ type Platform struct {
 	Identity *identity.Service
 	// Clients is area A's client registration and mutual-TLS client login.
 	Clients *clients.Service
-	// Vault is area A's vault keys (keys2).
+	// Vault is area A's vault keys (keys2), the platform's signing keys
+	// among them.
 	Vault *vault.Service
+	// keys signs and verifies the platform's tokens with the signing keys.
+	keys *identity.KeySet
 	// Exports is area B's export service; the Platform methods in
 	// audit_export.go call it with an identity.Principal.
 	Exports *audit.Exporter
@@ -325,11 +338,51 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	// fails here, before anything is served.
 	var keys *identity.KeySet
 	hasher := identity.NewHasher(cfg.PasswordParams, cfg.HashConcurrency)
+	vcfg := vault.Config{Store: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
+		Owner: p.leaseOwner(), LeaseFor: cfg.VaultLeaseFor, PollEvery: cfg.VaultPollEvery, TokenLife: cfg.tokenLife(),
+		AuditTenant: func(ctx context.Context) (string, error) {
+			t, err := cfg.Store.GetTenantByCode(ctx, identity.RootTenantCode)
+			return t.ID, err
+		},
+		// A change to a signing key made through this process holds here
+		// before its request is answered; other processes hear of it
+		// through the Notifier, or their key set's 5-second stamp check.
+		SigningKeysChanged: func(ctx context.Context) {
+			if keys != nil {
+				if err := keys.Reload(ctx); err != nil {
+					cfg.Logger.WarnContext(ctx, "cannot reload the signing keys after a change; retried within 5 seconds", "err", err)
+				}
+			}
+		},
+	}
+	if n, ok := cfg.Store.(Notifier); ok {
+		vcfg.Announce = func(ctx context.Context) error { return n.Notify(ctx, vaultKeysChannel) }
+	}
+	if l, ok := cfg.Store.(Locker); ok {
+		vcfg.Lock = l.WithLock
+	}
+	p.Vault = vault.NewService(vcfg)
 	err = withLock(ctx, cfg.Store, "platform-keys", func(ctx context.Context) error {
-		var err error
-		if keys, err = identity.LoadKeySet(ctx, cfg.Store, sealer, cfg.Clock, cfg.Issuer); err != nil {
+		// The signing keys are vault keys; the keys the platform kept
+		// before become their versions, kids kept, on the first start.
+		legacy, err := identity.OpenStoredSigningKeys(ctx, cfg.Store, sealer)
+		if err != nil {
 			return err
 		}
+		period := cfg.SigningKeyRotation
+		switch {
+		case period == 0:
+			period = DefaultSigningKeyRotation
+		case period < 0:
+			period = 0
+		}
+		if err := p.Vault.SetupSigningKeys(ctx, legacy, period); err != nil {
+			return err
+		}
+		if keys, err = identity.NewKeySet(ctx, p.Vault.SigningKeySource(), cfg.Clock, cfg.Issuer); err != nil {
+			return err
+		}
+		p.keys = keys
 		icfg := identity.Config{
 			Store: cfg.Store, Keys: keys, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 			Hasher: hasher, Sealer: sealer,
@@ -364,15 +417,6 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		}
 		p.ownArchiveDir = true
 	}
-	vcfg := vault.Config{Store: cfg.Store, Sealer: sealer, Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
-		Owner: p.leaseOwner(), LeaseFor: cfg.VaultLeaseFor, PollEvery: cfg.VaultPollEvery}
-	if n, ok := cfg.Store.(Notifier); ok {
-		vcfg.Announce = func(ctx context.Context) error { return n.Notify(ctx, vaultKeysChannel) }
-	}
-	if l, ok := cfg.Store.(Locker); ok {
-		vcfg.Lock = l.WithLock
-	}
-	p.Vault = vault.NewService(vcfg)
 	p.Exports, err = audit.NewExporter(audit.ExporterConfig{
 		Store: cfg.Store, Sink: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		Signer: func() (audit.DigestSigner, error) {
@@ -553,6 +597,7 @@ func (p *Platform) Run(ctx context.Context) error {
 		case <-ctx.Done():
 		}
 	}()
+	signingChanged := make(chan struct{}, 1)
 	if n, ok := p.cfg.Store.(Notifier); ok {
 		wake := n.Listen(ctx, exportChannel)
 		go func() {
@@ -576,10 +621,15 @@ func (p *Platform) Run(ctx context.Context) error {
 		go func() {
 			for range keys {
 				p.Vault.KeysChanged()
+				select {
+				case signingChanged <- struct{}{}:
+				default: // a reload is due already
+				}
 			}
 		}()
 	}
 	var wg sync.WaitGroup
+	wg.Go(func() { p.keys.Run(ctx, signingChanged) })
 	wg.Go(func() { p.Events.Run(ctx) })
 	wg.Go(func() { p.Guide.Run(ctx) })
 	wg.Go(func() { p.Idempotency.Run(ctx) })
@@ -610,3 +660,15 @@ func (p *Platform) Close() error {
 	})
 	return nil
 }
+
+// tokenLife is the longest life of a token the platform signs, as
+// configured (at least an hour, the access tokens' default): a retiring
+// signing-key version stays published that long after its successor's
+// activation, plus 5 minutes.
+func (cfg Config) tokenLife() time.Duration {
+	return max(vault.DefaultTokenLife, cfg.PlatformTokenTTL, cfg.OIDCIDTokenTTL)
+}
+
+// SigningKeys returns the platform's key set: the current versions of its
+// signing keys sign, every published one verifies.
+func (p *Platform) SigningKeys() *identity.KeySet { return p.keys }

@@ -26,6 +26,7 @@ func (s *Server) registerAudit() {
 	s.handle("GET", base+"/v1/service_instances", auth, s.listServiceInstances)
 	s.handle("POST", base+"/v1/audit-log-exports", auth.creating(), s.startExport)
 	s.handle("GET", base+"/v1/audit-log-exports/{jobId}", auth, s.getExport)
+	s.handle("GET", base+"/v1/signing-keys", auth, s.listSigningKeys)
 	s.handle("GET", base+archivesPath+"/{jobId}", routeOpts{style: styleProblem, name: "signed-url"}, s.downloadArchive)
 	s.handle("GET", base+archivesPath+"/{jobId}/integrity", routeOpts{style: styleProblem, name: "signed-url"}, s.downloadIntegrity)
 }
@@ -164,4 +165,17 @@ func (p *problemOnError) Write(b []byte) (int, error) {
 		return len(b), nil
 	}
 	return p.ResponseWriter.Write(b)
+}
+
+// listSigningKeys answers GET {audit_url}/v1/signing-keys: every version of
+// the platform's signing keys, trimmed ones included (public halves), so
+// that archives whose digests were signed by a key no longer in the JWKS
+// still verify.
+func (s *Server) listSigningKeys(w http.ResponseWriter, r *http.Request) error {
+	keys, err := s.p.Vault.PublicSigningKeys(r.Context())
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"keys": keys})
+	return nil
 }

@@ -285,6 +285,9 @@ func (s *Server) patchVaultKey(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) rotateVaultKey(w http.ResponseWriter, r *http.Request) error {
 	var req struct {
 		ActivationDate *string `json:"activationDate"`
+		// Immediate: a platform signing key's version signs at once
+		// rather than after its 10 minutes in the JWKS.
+		Immediate bool `json:"immediate"`
 	}
 	if err := decodeOptionalJSON(r, &req); err != nil {
 		return err
@@ -294,7 +297,7 @@ func (s *Server) rotateVaultKey(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return keyRoute(w, r, http.StatusCreated, func(ref vault.KeyRef) (any, error) {
-		return s.p.Vault.Rotate(r.Context(), principal(r), ref, act)
+		return s.p.Vault.RotateKey(r.Context(), principal(r), ref, vault.RotateRequest{ActivationDate: act, Immediate: req.Immediate})
 	})
 }
 

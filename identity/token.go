@@ -4,19 +4,11 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/sha256"
-	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"maps"
-	"math/big"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,11 +19,9 @@ import (
 	"golang.org/x/crypto/cryptobyte"
 	cbasn1 "golang.org/x/crypto/cryptobyte/asn1"
 
-	"github.com/latchkey/latchkey/clock"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/internal/jsonenc"
 	"github.com/latchkey/latchkey/internal/tracing"
-	"github.com/latchkey/latchkey/seal"
 )
 
 // TokenKind tells the two kinds of bearer token apart, so a token made for
@@ -109,114 +99,6 @@ func (c *Claims) Principal() Principal {
 	return p
 }
 
-type verifyKey struct {
-	kid string
-	pub *ecdsa.PublicKey
-}
-
-// KeySet signs tokens with the newest signing key and verifies them with any
-// known key. Verified tokens are cached until they expire, since verifying
-// an ES256 signature costs more than the rest of a small request.
-type KeySet struct {
-	issuer string
-	clock  clock.Clock
-
-	mu     sync.RWMutex
-	active *ecdsa.PrivateKey
-	kid    string
-	pubs   map[string]*ecdsa.PublicKey
-	order  []verifyKey
-
-	cache tokenCache
-
-	// headers holds the encoded JWS header of each kid and kind signed
-	// with (jwsHeaderKey -> string), which never change.
-	headers sync.Map
-
-	// The RS256 keys of ID tokens (OpenID Connect's mandatory algorithm;
-	// see idtoken.go): made on first use, since an RSA key costs a good
-	// part of a second to generate and most platforms never sign one.
-	st     Store
-	sealer *seal.Sealer
-	rsaMu  sync.Mutex // serialises the first key's creation
-	rsa    *rsa.PrivateKey
-	rsaKid string
-	rsaPub map[string]*rsa.PublicKey
-}
-
-// LoadKeySet opens the stored signing keys, creating the first one when there
-// is none, and returns a KeySet for issuer.
-func LoadKeySet(ctx context.Context, st Store, s *seal.Sealer, c clock.Clock, issuer string) (*KeySet, error) {
-	keys, err := st.ListSigningKeys(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(keys) == 0 {
-		k, err := newSigningKey(s, c.Now())
-		if err != nil {
-			return nil, err
-		}
-		if err := st.CreateSigningKey(ctx, k); err != nil && !fault.Is(fault.Conflict, err) {
-			return nil, err
-		}
-		// Another process may have created one at the same moment; use whatever is stored.
-		if keys, err = st.ListSigningKeys(ctx); err != nil {
-			return nil, err
-		}
-	}
-	ks := &KeySet{issuer: issuer, clock: c, pubs: map[string]*ecdsa.PublicKey{}, st: st, sealer: s, rsaPub: map[string]*rsa.PublicKey{}}
-	ks.cache.init()
-	for _, k := range keys {
-		if k.Algorithm == AlgRS256 {
-			if err := ks.addRSA(k); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		der, err := s.Open("jwt-key:"+k.ID, k.Private)
-		if err != nil {
-			return nil, fmt.Errorf("identity: signing key %s: %w (wrong master key?)", k.ID, err)
-		}
-		priv, err := x509.ParsePKCS8PrivateKey(der)
-		if err != nil {
-			return nil, fmt.Errorf("identity: signing key %s: %w", k.ID, err)
-		}
-		ec, ok := priv.(*ecdsa.PrivateKey)
-		if !ok {
-			return nil, fmt.Errorf("identity: signing key %s is not ECDSA", k.ID)
-		}
-		ks.active, ks.kid = ec, k.ID
-		ks.pubs[k.ID] = &ec.PublicKey
-		ks.order = append(ks.order, verifyKey{k.ID, &ec.PublicKey})
-	}
-	return ks, nil
-}
-
-func newSigningKey(s *seal.Sealer, now time.Time) (SigningKey, error) {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return SigningKey{}, err
-	}
-	return sealSigningKey(s, priv, SigningAlgorithm, now)
-}
-
-// sealSigningKey is priv as the store keeps it: PKCS #8 sealed under its
-// kid (the first 8 bytes of the SHA-256 of its public key), the public key
-// in PKIX.
-func sealSigningKey(s *seal.Sealer, priv crypto.Signer, alg string, now time.Time) (SigningKey, error) {
-	der, err := x509.MarshalPKCS8PrivateKey(priv)
-	if err != nil {
-		return SigningKey{}, err
-	}
-	pub, err := x509.MarshalPKIXPublicKey(priv.Public())
-	if err != nil {
-		return SigningKey{}, err
-	}
-	sum := sha256.Sum256(pub)
-	kid := hex.EncodeToString(sum[:8])
-	return SigningKey{ID: kid, Algorithm: alg, Private: s.Seal("jwt-key:"+kid, der), Public: pub, CreatedAt: now.UTC()}, nil
-}
-
 // Issuer returns the iss claim of issued tokens.
 func (ks *KeySet) Issuer() string { return ks.issuer }
 
@@ -236,9 +118,7 @@ func (ks *KeySet) Sign(ctx context.Context, c Claims, ttl time.Duration) (string
 	if c.ID == "" {
 		c.ID = rand.Text()
 	}
-	ks.mu.RLock()
-	key, kid := ks.active, ks.kid
-	ks.mu.RUnlock()
+	key, kid := ks.es256(now)
 	kind := c.Kind
 	if kind == "" {
 		kind = PlatformToken
@@ -425,9 +305,7 @@ func (ks *KeySet) Verify(token string, kind TokenKind) (*Claims, error) {
 			return nil, errors.New("wrong kind of token")
 		}
 		kid, _ := t.Header["kid"].(string)
-		ks.mu.RLock()
-		pub, ok := ks.pubs[kid]
-		ks.mu.RUnlock()
+		pub, ok := ks.ecPublic(kid)
 		if !ok {
 			return nil, errors.New("unknown kid")
 		}
@@ -446,61 +324,6 @@ func (ks *KeySet) Verify(token string, kind TokenKind) (*Claims, error) {
 	c.Kind = kind
 	ks.cache.put(token, string(kind), c, now)
 	return c, nil
-}
-
-// JWK is one public key in the JWKS document (RFC 7517): an EC key (crv,
-// x, y) or an RSA key (n, e).
-type JWK struct {
-	Kty string `json:"kty"`
-	Crv string `json:"crv,omitempty"`
-	X   string `json:"x,omitempty"`
-	Y   string `json:"y,omitempty"`
-	N   string `json:"n,omitempty"`
-	E   string `json:"e,omitempty"`
-	Kid string `json:"kid"`
-	Use string `json:"use"`
-	Alg string `json:"alg"`
-}
-
-// JWKS returns the public keys that verify the platform's tokens.
-func (ks *KeySet) JWKS() []JWK {
-	ks.mu.RLock()
-	defer ks.mu.RUnlock()
-	out := make([]JWK, 0, len(ks.order))
-	for _, k := range ks.order {
-		b, _ := k.pub.Bytes() // uncompressed point: 0x04 || X || Y
-		out = append(out, JWK{
-			Kty: "EC", Crv: "P-256", Kid: k.kid, Use: "sig", Alg: SigningAlgorithm,
-			X: base64.RawURLEncoding.EncodeToString(b[1:33]),
-			Y: base64.RawURLEncoding.EncodeToString(b[33:65]),
-		})
-	}
-	for _, kid := range slices.Sorted(maps.Keys(ks.rsaPub)) {
-		pub := ks.rsaPub[kid]
-		out = append(out, JWK{Kty: "RSA", Kid: kid, Use: "sig", Alg: AlgRS256,
-			N: base64.RawURLEncoding.EncodeToString(pub.N.Bytes()),
-			E: base64.RawURLEncoding.EncodeToString(big.NewInt(int64(pub.E)).Bytes())})
-	}
-	return out
-}
-
-// SigningKey returns the active private key and its kid, for signing other
-// platform artefacts (audit archive digests) verifiable through the JWKS.
-func (ks *KeySet) SigningKey() (*ecdsa.PrivateKey, string) {
-	ks.mu.RLock()
-	defer ks.mu.RUnlock()
-	return ks.active, ks.kid
-}
-
-// PublicKeys returns the verification keys by kid.
-func (ks *KeySet) PublicKeys() map[string]*ecdsa.PublicKey {
-	ks.mu.RLock()
-	defer ks.mu.RUnlock()
-	m := make(map[string]*ecdsa.PublicKey, len(ks.pubs))
-	for k, v := range ks.pubs {
-		m[k] = v
-	}
-	return m
 }
 
 // tokenCache remembers verified tokens until they expire. It is bounded:
@@ -551,4 +374,12 @@ func (tc *tokenCache) put(token, aud string, c *Claims, now time.Time) {
 		}
 	}
 	tc.m[k] = c
+}
+
+// drop forgets every verified token: a signing key left the key set, and
+// tokens it signed must be verified (and refused) again.
+func (tc *tokenCache) drop() {
+	tc.mu.Lock()
+	clear(tc.m)
+	tc.mu.Unlock()
 }

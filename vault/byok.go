@@ -68,7 +68,7 @@ func (s *Service) RotateWrappingKey(ctx context.Context, p identity.Principal) (
 	k, err := s.wrappingKey(ctx, p.TenantID, true)
 	var info WrappingKeyInfo
 	if err == nil {
-		if k, _, err = s.rotate(ctx, k, nil, nil); err == nil {
+		if k, _, err = s.rotate(ctx, k, nil, false, nil); err == nil {
 			info, err = s.wrappingInfo(ctx, k)
 			meta["kid"], meta["version"] = info.KID, info.Version
 		}
@@ -309,7 +309,7 @@ func (s *Service) Export(ctx context.Context, p identity.Principal, r KeyRef, wr
 	if err := s.check(ctx, p, ScopeKeysExport, "", ActionExport, meta); err != nil {
 		return nil, err
 	}
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
 	var out []Exported
 	if err == nil {
 		meta["key"] = keyMeta(k)

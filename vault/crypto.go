@@ -237,6 +237,11 @@ func (s *Service) Crypto(ctx context.Context, p identity.Principal, op string, r
 		return Outcome{}, err
 	}
 	k, err := s.load(ctx, p.TenantID, r)
+	if fault.Is(fault.NotFound, err) {
+		if sk, serr := s.signingKeyFor(ctx, p, r); serr == nil {
+			meta["key"], err = keyMeta(sk), errPlatformKey("used through the vault's operations")
+		}
+	}
 	if err == nil {
 		meta["key"] = keyMeta(k)
 		err = usable(k, p, spec)

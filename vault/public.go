@@ -88,7 +88,7 @@ func (s *Service) PublicKey(ctx context.Context, p identity.Principal, r KeyRef,
 	if err := s.check(ctx, p, ScopeKeysRead, "", ActionRead, meta); err != nil {
 		return nil, err
 	}
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
 	var out any
 	if err == nil {
 		meta["key"] = keyMeta(k)

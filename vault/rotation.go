@@ -23,15 +23,40 @@ const MaxEncryptionsPerVersion = 1 << 31
 // version (compare-and-set on the key). Imported and public-only keys and
 // keys in any other state than Active are fault.Conflict.
 func (s *Service) Rotate(ctx context.Context, p identity.Principal, r KeyRef, activationDate *time.Time) (Version, error) {
+	return s.RotateKey(ctx, p, r, RotateRequest{ActivationDate: activationDate})
+}
+
+// RotateRequest is a rotate request's body.
+type RotateRequest struct {
+	// ActivationDate, when in the future, makes the version pending
+	// until then.
+	ActivationDate *time.Time
+	// Immediate makes a platform signing key's version current at once
+	// (after a compromise); without it, and without ActivationDate, the
+	// version is pending for PrepublishFor so that cached JWKS documents
+	// hold it before any token does. Other keys rotate at once anyway.
+	Immediate bool
+}
+
+// RotateKey is Rotate with the whole body.
+func (s *Service) RotateKey(ctx context.Context, p identity.Principal, r KeyRef, req RotateRequest) (Version, error) {
+	activationDate := req.ActivationDate
 	meta := withClient(map[string]any{"key": refMeta(r)}, p)
 	if err := s.check(ctx, p, ScopeKeysAdmin, AdminRotate, ActionRotate, meta); err != nil {
 		return Version{}, err
 	}
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
 	var v Version
 	if err == nil {
 		meta["key"] = keyMeta(k)
-		k, v, err = s.rotate(ctx, k, activationDate, nil)
+		if req.Immediate && activationDate != nil {
+			err = fault.E(fault.Invalid, fault.Field("immediate"), "immediate and activationDate contradict each other")
+		} else {
+			k, v, err = s.rotate(ctx, k, activationDate, req.Immediate, nil)
+		}
+	}
+	if err == nil && req.Immediate {
+		meta["immediate"] = true
 	}
 	if err == nil {
 		meta["version"] = v.Version
@@ -57,7 +82,10 @@ func rotatable(k Key) error {
 // when, if not nil, decides on the fresh key whether the rotation is still
 // wanted (the rotation pass: still due); it returns false to skip, and
 // rotate then returns the key unchanged and a zero Version.
-func (s *Service) rotate(ctx context.Context, k Key, activationDate *time.Time, when func(Key, time.Time) bool) (Key, Version, error) {
+//
+// A platform signing key's version is pending for PrepublishFor unless
+// immediate or activationDate says otherwise.
+func (s *Service) rotate(ctx context.Context, k Key, activationDate *time.Time, immediate bool, when func(Key, time.Time) bool) (Key, Version, error) {
 	if err := rotatable(k); err != nil {
 		return k, Version{}, err
 	}
@@ -89,6 +117,8 @@ func (s *Service) rotate(ctx context.Context, k Key, activationDate *time.Time, 
 		at := now
 		if activationDate != nil && utc(*activationDate).After(now) {
 			at = utc(*activationDate)
+		} else if activationDate == nil && !immediate && isSigningKey(k) {
+			at = now.Add(PrepublishFor)
 		}
 		var err error
 		if v, err = m.version(k, n, now, at, s.cfg.Sealer); err != nil {
@@ -121,7 +151,7 @@ func (s *Service) ImportVersion(ctx context.Context, p identity.Principal, r Key
 	if err := s.check(ctx, p, ScopeKeysAdmin, AdminImport, ActionImport, meta); err != nil {
 		return Version{}, err
 	}
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
 	var v Version
 	if err == nil {
 		meta["key"] = keyMeta(k)
@@ -174,14 +204,14 @@ func (s *Service) Trim(ctx context.Context, p identity.Principal, r KeyRef, minA
 	if err := s.check(ctx, p, ScopeKeysAdmin, AdminTrim, ActionTrim, meta); err != nil {
 		return Key{}, err
 	}
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
 	if err == nil && minAvailable == nil {
 		err = fault.E(fault.Invalid, fault.Field("minAvailableVersion"), "minAvailableVersion is required")
 	}
 	if err == nil {
 		meta["key"], meta["minAvailableVersion"] = keyMeta(k), *minAvailable
 		minAvailable := *minAvailable
-		k, _, err = s.update(ctx, p.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
+		k, _, err = s.update(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
 			switch {
 			case minAvailable < 0:
 				return KeyUpdate{}, fault.E(fault.Invalid, fault.Field("minAvailableVersion"), "minAvailableVersion is not negative")
@@ -218,6 +248,9 @@ func (s *Service) Run(ctx context.Context) error {
 		s.FlushCounters(ctx)
 		if _, err := s.RotateDue(ctx); err != nil && ctx.Err() == nil {
 			s.log.WarnContext(ctx, "vault: the rotation pass failed; it runs again", "err", err)
+		}
+		if err := s.TrimSigningKeys(ctx); err != nil && ctx.Err() == nil {
+			s.log.WarnContext(ctx, "vault: trimming retired signing-key versions failed; it runs again", "err", err)
 		}
 		if !clock.Sleep(s.cfg.Clock, s.cfg.PollEvery, ctx.Done()) {
 			return nil
@@ -278,7 +311,7 @@ func (s *Service) advance(ctx context.Context, claimed Key) error {
 	ctx = audit.WithActor(ctx, ActorSystem, "")
 	rotated := false
 	if due(k, now) {
-		rk, v, err := s.rotate(ctx, k, nil, func(k Key, now time.Time) bool { return due(k, now) })
+		rk, v, err := s.rotate(ctx, k, nil, false, func(k Key, now time.Time) bool { return due(k, now) })
 		if err != nil {
 			return err
 		}
@@ -307,7 +340,13 @@ func (s *Service) systemRecord(ctx context.Context, k Key, c Change) {
 	for n, v := range c.Meta {
 		meta[n] = v
 	}
-	if err := audit.Outcome(ctx, s.cfg.Audit, audit.Entry{TenantID: k.TenantID, Source: audit.SourcePlatform, Action: c.Action, ActorID: ActorSystem, Meta: meta}); err != nil {
+	tenant := k.TenantID
+	if tenant == PlatformTenant && s.cfg.AuditTenant != nil {
+		if t, err := s.cfg.AuditTenant(ctx); err == nil && t != "" {
+			tenant = t
+		}
+	}
+	if err := audit.Outcome(ctx, s.cfg.Audit, audit.Entry{TenantID: tenant, Source: audit.SourcePlatform, Action: c.Action, ActorID: ActorSystem, Meta: meta}); err != nil {
 		s.log.WarnContext(ctx, "vault: cannot audit a scheduled change", "key", k.ID, "action", c.Action, "err", err)
 	}
 }
@@ -350,7 +389,7 @@ func (s *Service) rotateWornOut(ctx context.Context, tenantID, id string, versio
 		return nil
 	}
 	ctx = audit.WithActor(ctx, ActorSystem, "")
-	k, v, err := s.rotate(ctx, k, nil, func(k Key, _ time.Time) bool { return k.Version == version })
+	k, v, err := s.rotate(ctx, k, nil, false, func(k Key, _ time.Time) bool { return k.Version == version })
 	if err == nil && v.Status != "" {
 		s.systemRecord(ctx, k, Change{ActionRotate, map[string]any{"version": v.Version, "reason": "encryptions"}})
 	}

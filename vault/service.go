@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/audit"
@@ -54,6 +55,20 @@ type Config struct {
 	// DefaultLeaseFor and DefaultPollEvery.
 	LeaseFor  time.Duration
 	PollEvery time.Duration
+	// TokenLife is the longest life of a token the platform signs: a
+	// retiring version of a signing key is trimmed that long (plus 5
+	// minutes) after its successor's activation. Zero means
+	// DefaultTokenLife (1 hour).
+	TokenLife time.Duration
+	// AuditTenant, when set, names the tenant whose audit log records the
+	// platform's own changes to its signing keys (the root tenant); they
+	// are recorded under PlatformTenant when it is unset or fails.
+	AuditTenant func(ctx context.Context) (string, error)
+	// SigningKeysChanged, when set, is called after this process changed
+	// one of the platform's signing keys (made, rotated, its minimum
+	// raised, trimmed), before the change is answered: the platform's key
+	// set reads them again.
+	SigningKeysChanged func(ctx context.Context)
 }
 
 // Service is the vault of every tenant.
@@ -68,6 +83,9 @@ type Service struct {
 	cfg   Config
 	log   *slog.Logger
 	cache *cache
+	// signingPeriod is the signing keys' period in seconds
+	// (SetupSigningKeys), for a key made later.
+	signingPeriod atomic.Int64
 }
 
 // NewService returns a Service.
@@ -257,6 +275,9 @@ func (s *Service) update(ctx context.Context, tenantID, id string, change func(k
 		u.Key.Revision++
 		s.cache.forget(u.Key)
 		s.announce(ctx)
+		if isSigningKey(u.Key) && s.cfg.SigningKeysChanged != nil {
+			s.cfg.SigningKeysChanged(ctx)
+		}
 		return u.Key, u, nil
 	}
 }
@@ -448,11 +469,24 @@ func (s *Service) GetKey(ctx context.Context, p identity.Principal, r KeyRef) (K
 	if err := s.check(ctx, p, ScopeKeysRead, "", ActionRead, meta); err != nil {
 		return Key{}, err
 	}
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
 	if err == nil {
 		meta["key"] = keyMeta(k)
 	}
 	return k, s.record(ctx, p.TenantID, ActionRead, err, meta)
+}
+
+// loadFor reads the key r names for p's management routes, from the store:
+// one of p's tenant's keys or, for a root tenant-admin, one of the
+// platform's signing keys.
+func (s *Service) loadFor(ctx context.Context, p identity.Principal, r KeyRef) (Key, error) {
+	k, err := s.loadFresh(ctx, p.TenantID, r)
+	if fault.Is(fault.NotFound, err) && p.IsRootAdmin() {
+		if sk, serr := s.signingKeyFor(ctx, p, r); serr == nil {
+			return sk, nil
+		}
+	}
+	return k, err
 }
 
 // loadFresh reads a key from the store (not the cache): management reads
@@ -487,12 +521,14 @@ func (s *Service) DeleteKey(ctx context.Context, p identity.Principal, r KeyRef)
 	if err := s.check(ctx, p, ScopeKeysAdmin, AdminDelete, ActionDelete, meta); err != nil {
 		return err
 	}
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
 	if err == nil {
 		meta["key"] = keyMeta(k)
-		if k.Undeletable {
+		if isSigningKey(k) {
+			err = errPlatformKey("deleted")
+		} else if k.Undeletable {
 			err = fault.E(fault.Conflict, "the key is undeletable; PATCH undeletable to false first")
-		} else if err = s.cfg.Store.DeleteKey(ctx, p.TenantID, k.ID); fault.Is(fault.NotFound, err) {
+		} else if err = s.cfg.Store.DeleteKey(ctx, k.TenantID, k.ID); fault.Is(fault.NotFound, err) {
 			err = fault.E(fault.NotFound, "vault key not found", err)
 		}
 		if err == nil {
@@ -528,10 +564,13 @@ func (s *Service) UpdateKey(ctx context.Context, p identity.Principal, r KeyRef,
 		return Key{}, err
 	}
 	var fields []string
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
+	if err == nil && isSigningKey(k) {
+		err = signingPatch(patch)
+	}
 	if err == nil {
 		meta["key"] = keyMeta(k)
-		k, _, err = s.update(ctx, p.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
+		k, _, err = s.update(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
 			var err error
 			k, fields, err = applyPatch(k, patch, now)
 			return KeyUpdate{Key: k}, err
@@ -545,6 +584,25 @@ func (s *Service) UpdateKey(ctx context.Context, p identity.Principal, r KeyRef,
 		}
 	}
 	return k, s.record(ctx, p.TenantID, ActionUpdate, err, meta)
+}
+
+// signingPatch refuses the changes a platform signing key never takes: a
+// new name (the platform finds it by name), exportable, deletable, usage
+// or grants (only the platform signs), and dates that would end it.
+func signingPatch(p Patch) error {
+	switch {
+	case p.Name != nil:
+		return errPlatformKey("renamed")
+	case p.Exportable != nil && *p.Exportable, p.Unexportable != nil && !*p.Unexportable:
+		return errPlatformKey("exportable")
+	case p.Undeletable != nil && !*p.Undeletable:
+		return errPlatformKey("deletable")
+	case p.UsageMask != nil, p.Grants != nil:
+		return errPlatformKey("given other usage or grants")
+	case p.ActivationDate != nil, p.DeactivationDate != nil:
+		return errPlatformKey("deactivated")
+	}
+	return nil
 }
 
 // applyPatch is UpdateKey's rules; it returns the names of the fields that
@@ -695,14 +753,17 @@ func (s *Service) transition(ctx context.Context, p identity.Principal, r KeyRef
 	if err := s.check(ctx, p, ScopeKeysAdmin, admin, action, meta); err != nil {
 		return Key{}, err
 	}
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
+	if err == nil && isSigningKey(k) {
+		meta["key"], err = keyMeta(k), errPlatformKey(map[string]string{"activate": "activated", "revoke": "revoked", "destroy": "destroyed"}[t.route])
+	}
 	if err == nil && bad != nil {
 		meta["key"], err = keyMeta(k), bad
 	}
 	var from string
 	if err == nil {
 		meta["key"] = keyMeta(k)
-		k, _, err = s.update(ctx, p.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
+		k, _, err = s.update(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
 			from = k.State
 			to, err := t.next(k.State)
 			if err != nil {
@@ -745,7 +806,7 @@ func (s *Service) ListVersions(ctx context.Context, p identity.Principal, r KeyR
 	if err := s.check(ctx, p, ScopeKeysRead, "", ActionRead, meta); err != nil {
 		return nil, err
 	}
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
 	var vs []Version
 	if err == nil {
 		meta["key"] = keyMeta(k)
@@ -776,7 +837,7 @@ func (s *Service) GetVersion(ctx context.Context, p identity.Principal, r KeyRef
 	if err := s.check(ctx, p, ScopeKeysRead, "", ActionRead, meta); err != nil {
 		return Version{}, err
 	}
-	k, err := s.loadFresh(ctx, p.TenantID, r)
+	k, err := s.loadFor(ctx, p, r)
 	var v Version
 	if err == nil {
 		meta["key"] = keyMeta(k)

@@ -87,6 +87,14 @@ if [ "$status" -eq 0 ]; then
 		echo "postgres.sh: the takeover test did not run" >&2
 		exit 1
 	fi
+	# The latchkey command's scripts (issue 36) with the server on
+	# PostgreSQL: every subcommand, each import format followed by a
+	# login, export -> verify -> tamper.
+	go test -count=1 -v -run '^TestScriptsPostgres$' ./cmd/latchkey/ 2>&1 | tee -a "$out" || status=$?
+	if ! grep -q -- '--- PASS: TestScriptsPostgres' "$out"; then
+		echo "postgres.sh: the latchkey command's PostgreSQL scripts did not run" >&2
+		exit 1
+	fi
 	# The vault across processes (issue 33): rotations by compare-and-set,
 	# a key change holding everywhere within 5 s, the automatic rotation
 	# taken over from a killed process; and the vault store's conformance

@@ -20,7 +20,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/latchkey/latchkey/examples/server/serve"
+	"github.com/latchkey/latchkey/internal/serve"
 )
 
 type server struct {

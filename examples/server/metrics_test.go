@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/latchkey/latchkey/examples/server/serve"
+	"github.com/latchkey/latchkey/internal/serve"
 )
 
 func get(t *testing.T, url string) (int, string) {

@@ -39,6 +39,7 @@ type Store struct {
 	schema   string        // the schema the tables are in
 	interval time.Duration // Options.PartitionInterval
 	ahead    int           // Options.PartitionsAhead
+	want     []migrations.Migration
 }
 
 // Dialect is PostgreSQL's SQL where it differs from SQLite's.
@@ -118,6 +119,10 @@ type Options struct {
 	// whose row finds none still succeeds: it makes the partitions up to
 	// now first, waiting for the partition lease.
 	PartitionsAhead int
+	// Migrate applies pending migrations at Open; nil means true. With
+	// false, Ready fails until Migrate has run, here or in another
+	// process (latchkey serve --migrate=false, latchkey migrate up).
+	Migrate *bool
 }
 
 // maxAttempts bounds how often a transaction is run again after a
@@ -158,19 +163,34 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	c := &conn{pool: pool}
-	schema, err := c.migrate(ctx, opts.Schema, ms)
-	if err != nil {
-		pool.Close()
-		return nil, err
-	}
-	s := &Store{Store: sqlstore.New(c, Dialect, ms), pool: pool, conn: c, schema: schema,
+	s := &Store{Store: sqlstore.New(c, Dialect, ms), pool: pool, conn: c, schema: opts.Schema, want: ms,
 		interval: cmp.Or(opts.PartitionInterval, DefaultPartitionInterval), ahead: cmp.Or(opts.PartitionsAhead, DefaultPartitionsAhead)}
-	if err := s.ensurePartitions(ctx); err != nil {
+	c.makePartitions = s.partitionsUntilNow
+	if opts.Migrate != nil && !*opts.Migrate {
+		if s.schema == "" {
+			if err := pool.QueryRow(ctx, `SELECT coalesce(current_schema(), '')`).Scan(&s.schema); err != nil {
+				pool.Close()
+				return nil, mapErr(err)
+			}
+		}
+		return s, nil
+	}
+	if err := s.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, err
 	}
-	c.makePartitions = s.partitionsUntilNow
 	return s, nil
+}
+
+// Migrate applies the pending migrations and makes the partitions ahead
+// (latchkey migrate up; Open does it unless Options.Migrate is false).
+func (s *Store) Migrate(ctx context.Context) error {
+	schema, err := s.conn.migrate(ctx, s.schema, s.want)
+	if err != nil {
+		return err
+	}
+	s.schema = schema
+	return s.ensurePartitions(ctx)
 }
 
 // migrationLockKey is the advisory lock key that serialises migrations of

@@ -38,6 +38,8 @@ var migrationFiles embed.FS
 // Store is a SQLite-backed store for every area.
 type Store struct {
 	*sqlstore.Store
+	conn *conn
+	want []migrations.Migration
 }
 
 // Options tune Open.
@@ -45,6 +47,10 @@ type Options struct {
 	// Synchronous is SQLite's synchronous pragma; default FULL, so that a
 	// committed transaction survives power loss, not only a process crash.
 	Synchronous string
+	// Migrate applies pending migrations at Open; nil means true. With
+	// false, Ready fails until Migrate has run (latchkey serve
+	// --migrate=false and latchkey migrate up).
+	Migrate *bool
 }
 
 // Dialect is SQLite's SQL where it differs from PostgreSQL's.
@@ -102,9 +108,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	w.SetConnMaxIdleTime(0)
 	c := &conn{w: newPool(w)}
 	c.wq = c.w.querier()
-	if err := c.migrate(ctx, want); err != nil {
-		w.Close()
-		return nil, err
+	if opts.Migrate == nil || *opts.Migrate {
+		if err := c.migrate(ctx, want); err != nil {
+			w.Close()
+			return nil, err
+		}
 	}
 	r, err := sql.Open("sqlite", dsn("_pragma", "query_only(1)"))
 	if err != nil {
@@ -114,8 +122,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(max(4, runtime.GOMAXPROCS(0)))
 	c.r = newPool(r)
 	c.rq = c.r.querier()
-	return &Store{sqlstore.New(c, Dialect, want)}, nil
+	return &Store{Store: sqlstore.New(c, Dialect, want), conn: c, want: want}, nil
 }
+
+// Migrate applies the pending migrations (latchkey migrate up).
+func (s *Store) Migrate(ctx context.Context) error { return s.conn.migrate(ctx, s.want) }
 
 func (c *conn) migrate(ctx context.Context, ms []migrations.Migration) error {
 	if _, err := c.w.db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)`); err != nil {

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
@@ -158,6 +160,35 @@ func (s *Store) Ready(ctx context.Context) error {
 		return fault.E(fault.Unavailable, s.d.Name+": the database does not answer", err)
 	}
 	return migrations.CheckApplied(s.d.Name, s.migrations, applied)
+}
+
+// MigrationState is one migration built into the binary and whether the
+// database has it (latchkey migrate status).
+type MigrationState struct {
+	Version int    `json:"version"`
+	Name    string `json:"name"`
+	Applied bool   `json:"applied"`
+}
+
+// MigrationStatus lists the migrations built into this binary and which
+// of them the database has applied; a database never migrated has none.
+func (s *Store) MigrationStatus(ctx context.Context) ([]MigrationState, error) {
+	applied, err := list(ctx, s, s.c.Read(), func(row Row) (v int, err error) {
+		err = row.Scan(&v)
+		return v, err
+	}, `SELECT version FROM schema_migrations`)
+	if err != nil {
+		// The table itself is made by the first migration run.
+		if !strings.Contains(err.Error(), "schema_migrations") {
+			return nil, err
+		}
+		applied = nil
+	}
+	out := make([]MigrationState, len(s.migrations))
+	for i, m := range s.migrations {
+		out[i] = MigrationState{Version: m.Version, Name: m.Name, Applied: slices.Contains(applied, m.Version)}
+	}
+	return out, nil
 }
 
 // Batch is statements sent together (see Querier.Batch); each may hand

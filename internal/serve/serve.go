@@ -23,6 +23,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-webauthn/webauthn/metadata"
@@ -102,6 +103,11 @@ type Config struct {
 	// latchkey.Config.InstanceName).
 	InstanceName string
 
+	// SkipMigrate starts without applying pending migrations (`latchkey
+	// serve --migrate=false`): until `latchkey migrate up` has run, every
+	// route but /healthz answers 503, /readyz included.
+	SkipMigrate bool
+
 	// TracerProvider, when set, is where the platform's spans go. Nil
 	// means the one the OTEL_* environment variables describe (package
 	// otelenv: off unless an OTLP endpoint or exporter is set), which Run
@@ -133,6 +139,22 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	defer ln.Close()
+	swap := new(handlerSwap)
+	srv := httpapi.NewHTTPServer(cfg.Addr, swap, log)
+	errc := make(chan error, 4)
+	serving := false
+	if cfg.SkipMigrate {
+		if err := st.Ready(ctx); err != nil {
+			swap.set(waitingHandler())
+			go func() { errc <- srv.Serve(ln) }()
+			serving = true
+			log.Warn("migrations pending: serving 503 until `latchkey migrate up` has run", "reason", err)
+			if err := waitMigrated(ctx, st); err != nil {
+				return err
+			}
+			log.Info("migrations applied: starting")
+		}
+	}
 	public := cfg.PublicURL
 	if public == "" {
 		var wildcard bool
@@ -217,9 +239,10 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	h := httpapi.New(p, opts)
 
-	srv := httpapi.NewHTTPServer(cfg.Addr, h, log)
-	errc := make(chan error, 4)
-	go func() { errc <- srv.Serve(ln) }()
+	swap.set(h)
+	if !serving {
+		go func() { errc <- srv.Serve(ln) }()
+	}
 
 	var tlsSrv *http.Server
 	tlsAddr := ""
@@ -323,20 +346,69 @@ func TLSConfig(cert tls.Certificate) *tls.Config {
 type Store interface {
 	latchkey.Store
 	Close() error
+	Ready(ctx context.Context) error
+}
+
+// handlerSwap serves the handler last set: the waiting one while
+// migrations are pending, then the platform's.
+type handlerSwap struct{ h atomic.Pointer[http.Handler] }
+
+func (s *handlerSwap) set(h http.Handler) { s.h.Store(&h) }
+
+func (s *handlerSwap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h := s.h.Load(); h != nil {
+		(*h).ServeHTTP(w, r)
+		return
+	}
+	http.Error(w, "starting", http.StatusServiceUnavailable)
+}
+
+// waitingHandler answers while migrations are pending: /healthz 200 (the
+// process lives), everything else 503, /readyz with the readiness body.
+func waitingHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Path == "/healthz" {
+			io.WriteString(w, `{"status":"ok"}`+"\n")
+			return
+		}
+		w.Header().Set("Retry-After", "5")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, `{"status":"unavailable","reason":"migrations are pending: run latchkey migrate up"}`+"\n")
+	})
+}
+
+// waitMigrated polls the store until every migration is applied (by
+// `latchkey migrate up` in another process).
+func waitMigrated(ctx context.Context, st Store) error {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if st.Ready(ctx) == nil {
+				return nil
+			}
+		}
+	}
 }
 
 // OpenStore opens the store cfg names: PostgreSQL at cfg.PostgresDSN when
 // set (migrated at open; several processes may share it), else the SQLite
 // file latchkey.db in cfg.DataDir.
 func OpenStore(ctx context.Context, cfg Config) (Store, error) {
+	migrate := !cfg.SkipMigrate
 	if cfg.PostgresDSN != "" {
-		st, err := postgres.Open(ctx, cfg.PostgresDSN, postgres.Options{})
+		st, err := postgres.Open(ctx, cfg.PostgresDSN, postgres.Options{Migrate: &migrate})
 		if err != nil {
 			return nil, fmt.Errorf("-postgres: %w", err)
 		}
 		return st, nil
 	}
-	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, "latchkey.db"), sqlite.Options{})
+	return sqlite.Open(ctx, filepath.Join(cfg.DataDir, "latchkey.db"), sqlite.Options{Migrate: &migrate})
 }
 
 func printWelcome(w io.Writer, addr, tlsAddr string, created bool, generated string, fromEnv bool) {

@@ -47,6 +47,9 @@ type oauthClientBody struct {
 	RequireSignedRequestObject bool            `json:"require_signed_request_object"`
 	Profile                    string          `json:"profile"`
 	TokenExchangeAudiences     []string        `json:"token_exchange_subject_audiences"`
+	// OpenID Connect Registration's defaults (API-mfa.md, step-up).
+	DefaultACRValues []string `json:"default_acr_values"`
+	DefaultMaxAge    *int64   `json:"default_max_age"`
 }
 
 // bodyOf is the body describing client c, which a PATCH's fields change.
@@ -59,7 +62,8 @@ func bodyOf(c identity.OAuthClient) oauthClientBody {
 		AuthMethod: m.Method(c.IsPublic()), JWKS: m.JWKS, JWKSURI: m.JWKSURI, AuthSigningAlg: m.AuthSigningAlg, RequestObjectSigningAlg: m.RequestObjectSigningAlg,
 		TLSSubjectDN: m.TLSSubjectDN, TLSSANDNS: m.TLSSANDNS, TLSSANURI: m.TLSSANURI, TLSSANIP: m.TLSSANIP, TLSSANEmail: m.TLSSANEmail,
 		CertBoundTokens: m.CertBoundTokens, DPoPBoundTokens: m.DPoPBoundTokens, RequirePAR: &par,
-		RequireSignedRequestObject: m.RequireSignedRequestObject, Profile: m.Profile, TokenExchangeAudiences: m.TokenExchangeSubjectAudiences}
+		RequireSignedRequestObject: m.RequireSignedRequestObject, Profile: m.Profile, TokenExchangeAudiences: m.TokenExchangeSubjectAudiences,
+		DefaultACRValues: m.DefaultACRValues, DefaultMaxAge: m.DefaultMaxAge}
 }
 
 // registration is the identity registration a body asks for.
@@ -67,7 +71,8 @@ func (b oauthClientBody) registration() identity.NewOAuthClient {
 	m := identity.ClientMetadata{AuthMethod: b.AuthMethod, JWKS: b.JWKS, JWKSURI: b.JWKSURI, AuthSigningAlg: b.AuthSigningAlg,
 		RequestObjectSigningAlg: b.RequestObjectSigningAlg, TLSSubjectDN: b.TLSSubjectDN, TLSSANDNS: b.TLSSANDNS, TLSSANURI: b.TLSSANURI,
 		TLSSANIP: b.TLSSANIP, TLSSANEmail: b.TLSSANEmail, CertBoundTokens: b.CertBoundTokens, DPoPBoundTokens: b.DPoPBoundTokens,
-		RequireSignedRequestObject: b.RequireSignedRequestObject, Profile: b.Profile, TokenExchangeSubjectAudiences: b.TokenExchangeAudiences}
+		RequireSignedRequestObject: b.RequireSignedRequestObject, Profile: b.Profile, TokenExchangeSubjectAudiences: b.TokenExchangeAudiences,
+		DefaultACRValues: b.DefaultACRValues, DefaultMaxAge: b.DefaultMaxAge}
 	if b.RequirePAR != nil {
 		m.RequirePAR = *b.RequirePAR
 	}
@@ -113,6 +118,12 @@ func oauthClientJSON(c identity.OAuthClient) map[string]any {
 	}
 	if len(b.TokenExchangeAudiences) > 0 {
 		out["token_exchange_subject_audiences"] = b.TokenExchangeAudiences
+	}
+	if len(b.DefaultACRValues) > 0 {
+		out["default_acr_values"] = b.DefaultACRValues
+	}
+	if b.DefaultMaxAge != nil {
+		out["default_max_age"] = *b.DefaultMaxAge
 	}
 	return out
 }

@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
+	"github.com/latchkey/latchkey/mfa"
 )
 
 var mfaTokenInput = regexp.MustCompile(`name="mfa_token" value="([^"]+)"`)
@@ -20,6 +23,7 @@ var mfaTokenInput = regexp.MustCompile(`name="mfa_token" value="([^"]+)"`)
 // would, without one.
 type hostedMFA struct {
 	e        *latchkeytest.Env
+	acme     latchkeytest.Tenant
 	client   string
 	secret   []byte
 	codes    []string
@@ -30,6 +34,7 @@ func newHostedMFA(t *testing.T) *hostedMFA {
 	h := &hostedMFA{e: latchkeytest.New(t)}
 	e := h.e
 	acme := e.NewTenant("Acme")
+	h.acme = acme
 	r := e.Do("POST", "/api/v1/admin/tenants/"+acme.ID+"/oauth-clients", map[string]any{"name": "web", "type": "public", "scopes": []string{"openid", "offline_access"},
 		"grant_types": []string{"authorization_code", "refresh_token"}, "redirect_uris": []string{"https://app.example/cb"}}, bearer(acme.AdminToken))
 	if r.Status != http.StatusCreated {
@@ -237,4 +242,150 @@ func toStrings(v any) []string {
 		out = append(out, x.(string))
 	}
 	return out
+}
+
+// TestClientDefaultACRAndMaxAge: a client's default_acr_values and
+// default_max_age (OpenID Connect Registration §2) are checked at
+// registration and PATCH, shown, cleared by null, and stand in at the
+// authorization endpoint for a request that sends neither parameter; a
+// request's own acr_values or max_age wins.
+func TestClientDefaultACRAndMaxAge(t *testing.T) {
+	h := newHostedMFA(t)
+	e, admin := h.e, bearer(h.acme.AdminToken)
+	clients := "/api/v1/admin/tenants/" + h.acme.ID + "/oauth-clients"
+	reg := func(extra map[string]any) map[string]any {
+		b := map[string]any{"name": "rp", "type": "public", "scopes": []string{"openid"}, "grant_types": []string{"authorization_code"},
+			"redirect_uris": []string{"https://rp.example/cb"}}
+		for k, v := range extra {
+			b[k] = v
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name  string
+		field string
+		value any
+	}{
+		{"unknown acr", "default_acr_values", []string{"urn:example:gold"}},
+		{"acr twice", "default_acr_values", []string{identity.ACRMFA, identity.ACRMFA}},
+		{"acr not a list", "default_acr_values", identity.ACRMFA},
+		{"negative max age", "default_max_age", -1},
+		{"max age too large", "default_max_age", int64(1) << 31},
+		{"max age not a number", "default_max_age", "600"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := e.Do("POST", clients, reg(map[string]any{tc.field: tc.value}), admin); r.Status != http.StatusBadRequest {
+				t.Errorf("register: %d %s", r.Status, r.Body)
+			}
+			if r := e.Do("PATCH", clients+"/"+h.client, map[string]any{tc.field: tc.value}, admin); r.Status != http.StatusBadRequest {
+				t.Errorf("patch: %d %s", r.Status, r.Body)
+			}
+		})
+	}
+	r := e.Do("POST", clients, reg(map[string]any{"default_acr_values": []string{identity.ACRPhishingResistant, identity.ACRMFA}, "default_max_age": 0}), admin)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("register with defaults: %d %s", r.Status, r.Body)
+	}
+	got := e.Do("GET", clients+"/"+r.JSON()["client_id"].(string), nil, admin).JSON()
+	if diff := cmp.Diff([]any{identity.ACRPhishingResistant, identity.ACRMFA}, got["default_acr_values"]); diff != "" || got["default_max_age"] != 0.0 {
+		t.Errorf("registered defaults (-want +got):\n%s max age %v", diff, got["default_max_age"])
+	}
+
+	// bob has no second factor: his session is at pwd.
+	if r := e.Do("POST", "/api/v1/admin/tenants/"+h.acme.ID+"/users", map[string]any{"name": "bob", "password": "bob-password-1"}, admin); r.Status != http.StatusCreated {
+		t.Fatalf("bob: %d %s", r.Status, r.Body)
+	}
+	signIn := func() string {
+		cookie, page := h.start(t, "", nil)
+		csrf, request := formValues(t, page.Body)
+		cookie, done := h.post(t, cookie, url.Values{"csrf_token": {csrf}, "request": {request}, "username": {"bob"}, "password": {"bob-password-1"}})
+		if done.Status != http.StatusSeeOther || !strings.Contains(done.Header.Get("Location"), "code=") {
+			t.Fatalf("bob's sign-in: %d %s", done.Status, done.Header.Get("Location"))
+		}
+		return cookie
+	}
+	cookie := signIn()
+	silent := func(extra url.Values) string {
+		t.Helper()
+		q := url.Values{"prompt": {"none"}}
+		for k, v := range extra {
+			q[k] = v
+		}
+		_, r := h.start(t, cookie, q)
+		return r.Header.Get("Location")
+	}
+	if loc := silent(nil); !strings.Contains(loc, "code=") {
+		t.Fatalf("no defaults, a pwd session: %q", loc)
+	}
+	patch := func(body map[string]any) {
+		t.Helper()
+		if r := e.Do("PATCH", clients+"/"+h.client, body, admin); r.Status != http.StatusOK {
+			t.Fatalf("patch %v: %d %s", body, r.Status, r.Body)
+		}
+	}
+	patch(map[string]any{"default_acr_values": []string{identity.ACRMFA}})
+	if loc := silent(nil); !strings.Contains(loc, "error=login_required") {
+		t.Errorf("default_acr_values mfa, a pwd session: %q", loc)
+	}
+	if loc := silent(url.Values{"acr_values": {identity.ACRPassword}}); !strings.Contains(loc, "code=") {
+		t.Errorf("the request's own acr_values pwd: %q", loc)
+	}
+	// Through the page: bob has no factor reaching mfa.
+	fresh, page := h.start(t, "", nil)
+	csrf, request := formValues(t, page.Body)
+	if _, unmet := h.post(t, fresh, url.Values{"csrf_token": {csrf}, "request": {request}, "username": {"bob"}, "password": {"bob-password-1"}}); !strings.Contains(unmet.Header.Get("Location"), "error=unmet_authentication_requirements") {
+		t.Errorf("default mfa, bob's password: %d %q", unmet.Status, unmet.Header.Get("Location"))
+	}
+
+	patch(map[string]any{"default_acr_values": nil, "default_max_age": 60})
+	if got := e.Do("GET", clients+"/"+h.client, nil, admin).JSON(); got["default_acr_values"] != nil || got["default_max_age"] != 60.0 {
+		t.Errorf("after the patch: default_acr_values %v default_max_age %v", got["default_acr_values"], got["default_max_age"])
+	}
+	if loc := silent(nil); !strings.Contains(loc, "code=") {
+		t.Errorf("default_max_age 60, a fresh session: %q", loc)
+	}
+	e.Clock.Advance(2 * time.Minute)
+	if loc := silent(nil); !strings.Contains(loc, "error=login_required") {
+		t.Errorf("default_max_age 60, a session 2 minutes old: %q", loc)
+	}
+	if loc := silent(url.Values{"max_age": {"3600"}}); !strings.Contains(loc, "code=") {
+		t.Errorf("the request's own max_age 3600: %q", loc)
+	}
+	patch(map[string]any{"default_max_age": nil})
+	if loc := silent(nil); !strings.Contains(loc, "code=") {
+		t.Errorf("default_max_age cleared: %q", loc)
+	}
+}
+
+// TestHostedSecondStepThrottled: the page's wrong codes count toward the
+// second-factor throttle the API keeps: after 10 in an hour the page
+// answers 429 "Too many attempts. Try again in N seconds." with
+// Retry-After.
+func TestHostedSecondStepThrottled(t *testing.T) {
+	h := newHostedMFA(t)
+	wrong := latchkeytest.TOTP(h.secret, h.e.Clock.Now().Add(-time.Hour), 6)
+	step := func() (string, url.Values) {
+		cookie, page := h.start(t, "", nil)
+		csrf, request := formValues(t, page.Body)
+		cookie, second := h.post(t, cookie, url.Values{"csrf_token": {csrf}, "request": {request}, "username": {"alice"}, "password": {"alice-password-1"}})
+		return cookie, url.Values{"csrf_token": {csrf}, "request": {request}, "mfa_token": {hidden(t, second.Body, mfaTokenInput)}, "otp": {wrong}}
+	}
+	for fails := 0; fails < mfa.MaxFailuresPerWindow; {
+		cookie, form := step()
+		for range mfa.MaxTokenAttempts {
+			if fails == mfa.MaxFailuresPerWindow {
+				break
+			}
+			if _, r := h.post(t, cookie, form); r.Status != http.StatusUnauthorized || !strings.Contains(string(r.Body), "Invalid code.") {
+				t.Fatalf("wrong code %d: %d %s", fails+1, r.Status, r.Body)
+			}
+			fails++
+		}
+	}
+	cookie, form := step()
+	_, r := h.post(t, cookie, form)
+	if r.Status != http.StatusTooManyRequests || r.Header.Get("Retry-After") == "" ||
+		!regexp.MustCompile(`Too many attempts\. Try again in [0-9]+ seconds\.`).Match(r.Body) {
+		t.Errorf("the 11th wrong code: %d Retry-After %q %s", r.Status, r.Header.Get("Retry-After"), r.Body)
+	}
 }

@@ -86,7 +86,18 @@ type ClientMetadata struct {
 	// TokenExchangeSubjectAudiences are the audiences of subject tokens,
 	// issued to other clients, that this client may exchange (RFC 8693).
 	TokenExchangeSubjectAudiences []string `json:"token_exchange_subject_audiences,omitempty"`
+	// DefaultACRValues and DefaultMaxAge are OpenID Connect Dynamic
+	// Client Registration 1.0 §2's default_acr_values and
+	// default_max_age: the acr_values (preference order, each one of
+	// ACRValues) and max_age (seconds) of the client's authorization
+	// requests that send none. nil DefaultMaxAge: no default.
+	DefaultACRValues []string `json:"default_acr_values,omitempty"`
+	DefaultMaxAge    *int64   `json:"default_max_age,omitempty"`
 }
+
+// MaxDefaultMaxAge bounds default_max_age as the authorization request
+// bounds max_age (about 34 years).
+const MaxDefaultMaxAge = 1 << 30
 
 // Method is the client's authentication method as the admin route shows
 // it: AuthMethod, none for a public client, else client_secret_basic.
@@ -199,6 +210,9 @@ func checkMetadata(ctx context.Context, c *OAuthClient, requirePARSet bool, chec
 	if len(m.TokenExchangeSubjectAudiences) == 0 {
 		m.TokenExchangeSubjectAudiences = nil
 	}
+	if err := checkDefaults(m); err != nil {
+		return err
+	}
 	switch m.Profile {
 	case "":
 	case ProfileFAPI2:
@@ -207,6 +221,30 @@ func checkMetadata(ctx context.Context, c *OAuthClient, requirePARSet bool, chec
 		}
 	default:
 		return badField("profile", "profile must be fapi2 or absent")
+	}
+	return nil
+}
+
+// checkDefaults checks default_acr_values (known values, none twice; an
+// unknown one would be a default the provider silently drops) and
+// default_max_age (0 to MaxDefaultMaxAge), and normalises an empty list.
+func checkDefaults(m *ClientMetadata) error {
+	if len(m.DefaultACRValues) > len(ACRValues) {
+		return badField("default_acr_values", "default_acr_values holds at most %d values", len(ACRValues))
+	}
+	for i, a := range m.DefaultACRValues {
+		if ACRLevel(a) == 0 {
+			return badField("default_acr_values", "default_acr_values must be among %s", strings.Join(ACRValues, ", "))
+		}
+		if slices.Contains(m.DefaultACRValues[:i], a) {
+			return badField("default_acr_values", "default_acr_values names %s twice", a)
+		}
+	}
+	if len(m.DefaultACRValues) == 0 {
+		m.DefaultACRValues = nil
+	}
+	if m.DefaultMaxAge != nil && (*m.DefaultMaxAge < 0 || *m.DefaultMaxAge > MaxDefaultMaxAge) {
+		return badField("default_max_age", "default_max_age must be a number of seconds from 0 to %d", MaxDefaultMaxAge)
 	}
 	return nil
 }

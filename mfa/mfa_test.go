@@ -43,8 +43,8 @@ type env struct {
 	tenant latchkeytest.Tenant
 }
 
-func newEnv(t *testing.T) env {
-	e := env{Env: latchkeytest.New(t)}
+func newEnv(t *testing.T, opts ...latchkeytest.Option) env {
+	e := env{Env: latchkeytest.New(t, opts...)}
 	e.tenant = e.NewTenant("Acme Corp")
 	r := e.Do("POST", "/api/v1/admin/tenants/"+e.tenant.ID+"/users", map[string]any{"name": "alice", "password": "alice-password-1"}, e.bearer(e.tenant.AdminToken))
 	if r.Status != http.StatusCreated {

@@ -336,7 +336,18 @@ func parseAuthorization(params url.Values, c identity.OAuthClient, req *Authoriz
 		}
 		req.DPoPJKT = j // binds the code (RFC 9449 §10)
 	}
-	return parseACRValues(params, req)
+	if rerr := parseACRValues(params, req); rerr != nil {
+		return rerr
+	}
+	// The client's registered defaults stand in for parameters the
+	// request does not send (OpenID Connect Registration §2).
+	if !params.Has("acr_values") {
+		req.ACR = slices.Clone(c.DefaultACRValues)
+	}
+	if params.Get("max_age") == "" && c.DefaultMaxAge != nil {
+		req.MaxAge = *c.DefaultMaxAge
+	}
+	return nil
 }
 
 // unreserved reports whether v has only RFC 3986's unreserved characters,

@@ -196,6 +196,9 @@ func (a *app) runImport(ctx context.Context, o importOpts, files []string) error
 					continue
 				}
 				doneUpTo.finish(b.first, int64(len(b.recs)))
+				if a.batchDone != nil {
+					a.batchDone()
+				}
 			}
 		}()
 	}

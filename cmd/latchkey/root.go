@@ -19,6 +19,10 @@ type app struct {
 	stdout, stderr io.Writer
 	getenv         func(string) string
 
+	// batchDone, when set, is called after each import batch is
+	// counted (tests interrupt an import there).
+	batchDone func()
+
 	url, cacert string
 	output      string // table or json
 	noProgress  bool

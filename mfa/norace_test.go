@@ -1,0 +1,5 @@
+//go:build !race
+
+package mfa_test
+
+const raceEnabled = false

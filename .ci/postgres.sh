@@ -62,8 +62,9 @@ if [ "$status" -eq 0 ]; then
 		fi
 	done
 	# API-fapi.md's one-time credentials across 3 processes (R19): a
-	# client assertion's jti and a PAR request_uri succeed once.
-	for t in TestFAPIReplaysAcrossProcesses/client_assertion_jti TestFAPIReplaysAcrossProcesses/request_uri; do
+	# client assertion's jti, a PAR request_uri and a device code succeed
+	# once.
+	for t in TestFAPIReplaysAcrossProcesses/client_assertion_jti TestFAPIReplaysAcrossProcesses/request_uri TestFAPIReplaysAcrossProcesses/device_code; do
 		if ! grep -q -- "--- PASS: $t" "$out"; then
 			echo "postgres.sh: $t did not run" >&2
 			exit 1

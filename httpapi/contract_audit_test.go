@@ -56,6 +56,18 @@ func contractAudit(t *testing.T, c *contract, f fixture) {
 		c.do(t, call{method: method, path: path, body: body, token: noRole, want: 403})
 	}
 
+	t.Run("signing keys", func(t *testing.T) {
+		p := "/audit/v1/signing-keys"
+		_, body := c.do(t, call{method: "GET", path: p, token: tok, want: 200})
+		if keys := decode[struct {
+			Keys []struct{ Kid, Status string }
+		}](t, body).Keys; len(keys) == 0 || keys[0].Kid == "" || keys[0].Status != "current" {
+			t.Errorf("signing keys %s", body)
+		}
+		c.do(t, call{method: "GET", path: p, want: 401})
+		c.do(t, call{method: "GET", path: p, token: noScope, want: 403})
+	})
+
 	t.Run("service instances", func(t *testing.T) {
 		p := "/audit/v1/service_instances"
 		_, body := c.do(t, call{method: "GET", path: p, token: tok, want: 200})

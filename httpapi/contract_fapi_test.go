@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +53,51 @@ func contractFAPI(t *testing.T, c *contract, f fixture) {
 		bad.Set("redirect_uri", "https://evil.example/cb")
 		post(bad, nil, 400)
 		post(url.Values{"response_type": {"code"}}, http.Header{"Authorization": {"Basic " + basicAuth(cl["client_id"].(string), "wrong")}}, 401)
+	})
+	t.Run("device grant", func(t *testing.T) {
+		c.client = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		defer func() { c.client = c.srv.Client() }()
+		const ct = "application/x-www-form-urlencoded"
+		_, body := c.do(t, call{method: "POST", path: "/api/v1/admin/tenants/" + f.acme.id + "/oauth-clients", token: f.acme.admin, want: 201,
+			body: jsonBody(map[string]any{"name": "tv", "type": "public", "scopes": []string{"openid"}, "grant_types": []string{"urn:ietf:params:oauth:grant-type:device_code"}})})
+		tv := decode[map[string]any](t, body)["client_id"].(string)
+		authz := func(v url.Values, h http.Header, want int) []byte {
+			_, b := c.do(t, call{method: "POST", path: "/oauth/v1/device_authorization", body: []byte(v.Encode()), contentType: ct, header: h, want: want})
+			return b
+		}
+		da := decode[map[string]any](t, authz(url.Values{"client_id": {tv}, "scope": {"openid"}}, nil, 200))
+		authz(url.Values{"client_id": {tv}, "scope": {"admin"}}, nil, 400)
+		authz(url.Values{"scope": {"openid"}}, http.Header{"Authorization": {"Basic " + basicAuth(f.client.id, "wrong")}}, 401)
+
+		resp, page := c.do(t, call{method: "GET", path: "/oauth/v1/device?user_code=" + url.QueryEscape(da["user_code"].(string)), want: 200})
+		browser := http.Header{"Cookie": {"latchkey-oidc=" + respCookie(resp, "latchkey-oidc")}}
+		csrf := csrfInput.FindStringSubmatch(string(page))[1]
+		c.do(t, call{method: "GET", path: "/oauth/v1/device?user_code=a&user_code=b", want: 400, req: reqProse})
+		post := func(v url.Values, h http.Header, want int, req reqCheck) (*http.Response, []byte) {
+			return c.do(t, call{method: "POST", path: "/oauth/v1/device", body: []byte(v.Encode()), contentType: ct, header: h, want: want, req: req})
+		}
+		post(url.Values{"user_code": {da["user_code"].(string)}}, browser, 403, reqInvalid)
+		post(url.Values{"user_code": {"a", "b"}, "csrf_token": {csrf}}, browser, 400, reqProse)
+		c.do(t, call{method: "POST", path: "/oauth/v1/device", body: []byte("user_code=x&csrf_token=" + url.QueryEscape(strings.Repeat("a", 70<<10))), contentType: ct, header: browser, want: 413, req: reqProse})
+		post(url.Values{"user_code": {"BCDF-GHJK"}, "csrf_token": {csrf}}, browser, 200, reqValid)
+		resp, _ = post(url.Values{"user_code": {da["user_code"].(string)}, "csrf_token": {csrf}}, browser, 303, reqValid)
+		signIn := resp.Header.Get("Location")
+		_, page = c.do(t, call{method: "GET", path: signIn, header: browser, want: 200})
+		scsrf, request := formValues(t, page)
+		resp, _ = c.do(t, call{method: "POST", path: "/oauth/v1/sign-in", contentType: ct, header: browser, want: 303,
+			body: []byte(url.Values{"request": {request}, "csrf_token": {scsrf}, "username": {"alice"}, "password": {"alice-password-1"}}.Encode())})
+		confirm := resp.Header.Get("Location")
+		session := http.Header{"Cookie": {"latchkey-oidc=" + respCookie(resp, "latchkey-oidc")}}
+		c.do(t, call{method: "GET", path: confirm, header: browser, want: 303}) // the old browser id has no session
+		_, page = c.do(t, call{method: "GET", path: confirm, header: session, want: 200})
+		dcsrf, drequest := formValues(t, page)
+		post(url.Values{"request": {drequest}, "csrf_token": {dcsrf}, "decision": {"allow"}}, session, 200, reqValid)
+		c.do(t, call{method: "POST", path: "/oauth/v1/token", contentType: ct, want: 200,
+			body: []byte(url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}, "client_id": {tv}, "device_code": {da["device_code"].(string)}}.Encode())})
+		// Wrong codes from this address (one above): after 5, 429.
+		for range 4 {
+			post(url.Values{"user_code": {"ZZZZ-ZZZZ"}, "csrf_token": {dcsrf}}, session, 200, reqValid)
+		}
+		post(url.Values{"user_code": {"ZZZZ-ZZZZ"}, "csrf_token": {dcsrf}}, session, 429, reqValid)
 	})
 }

@@ -96,7 +96,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, st style, er
 	msg := messageOf(err, status)
 	oauthCode := "invalid_request"
 	for _, e := range []error{identity.ErrInvalidClient, identity.ErrInvalidGrant, identity.ErrInvalidScope, identity.ErrUnsupportedGrantType,
-		identity.ErrInvalidTarget, identity.ErrUnauthorizedClient, identity.ErrInvalidDPoPProof, oidc.ErrInvalidRequestObject, identity.ErrInvalidRequest} {
+		identity.ErrInvalidTarget, identity.ErrUnauthorizedClient, identity.ErrInvalidDPoPProof, oidc.ErrInvalidRequestObject,
+		oidc.ErrAuthorizationPending, oidc.ErrSlowDown, oidc.ErrAccessDenied, oidc.ErrExpiredToken, identity.ErrInvalidRequest} {
 		if errors.Is(err, e) {
 			oauthCode = e.Error()
 			break

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,3 +45,40 @@ func FuzzPushedRequest(f *testing.F) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// FuzzDeviceBodies sends arbitrary device authorization bodies and device
+// polls of an authenticated device client, and arbitrary user-code page
+// forms of a browser with its CSRF token: the endpoints answer 200 or an
+// RFC 8628 400, the page 200, 303, 400 or 429, never a 5xx.
+func FuzzDeviceBodies(f *testing.F) {
+	e := latchkeytest.New(f)
+	tn := e.NewTenant("Acme")
+	cl := registerClient(f, e, tn, map[string]any{"name": "tv", "type": "public", "scopes": []string{"openid", "offline_access"},
+		"grant_types": []string{"urn:ietf:params:oauth:grant-type:device_code", "refresh_token"}})
+	id := cl["client_id"].(string)
+	page := e.Do("GET", "/oauth/v1/device", nil)
+	cookie := "Cookie: " + strings.Split(page.Header.Get("Set-Cookie"), ";")[0]
+	m := csrfInput.FindSubmatch(page.Body)
+	if m == nil {
+		f.Fatalf("device page without its CSRF token: %s", page.Body)
+	}
+	csrf := string(m[1])
+	f.Add("scope=openid", "device_code=x", "user_code=WDJB-MJHT")
+	f.Add("scope=openid%20offline_access&resource=https%3A%2F%2Fx", "device_code=&device_code=y", "user_code=%00&decision=allow&request=x")
+	f.Add("scope=", "grant_type=x", "decision=deny&request=eyJ")
+	f.Fuzz(func(t *testing.T, auth, poll, form string) {
+		e := e.For(t)
+		if r := e.Do("POST", "/oauth/v1/device_authorization", auth+"&client_id="+id, formCT); r.Status != 200 && r.Status != 400 {
+			t.Fatalf("device authorization %q: %d %s", auth, r.Status, r.Body)
+		}
+		if r := e.Do("POST", "/oauth/v1/token", poll+"&client_id="+id+"&grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Adevice_code", formCT); r.Status != 400 {
+			t.Fatalf("poll %q: %d %s", poll, r.Status, r.Body)
+		}
+		r := e.Do("POST", "/oauth/v1/device", form+"&csrf_token="+url.QueryEscape(csrf), formCT, cookie)
+		switch r.Status {
+		case 200, 303, 400, 429:
+		default:
+			t.Fatalf("page form %q: %d %s", form, r.Status, r.Body)
+		}
+	})
+}

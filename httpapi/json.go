@@ -88,29 +88,45 @@ func readBody(r *http.Request) ([]byte, error) {
 // malformed JSON, a wrong content type, excessive depth or trailing data are
 // fault.Invalid; an oversized body is fault.TooLarge.
 func decodeJSON(r *http.Request, v any) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return fault.E(fault.Invalid, "Content-Type must be application/json")
-		}
-	}
-	b, err := readBody(r)
+	b, err := readTypedBody(r)
 	if err != nil {
 		return err
 	}
 	return unmarshalJSON(b, v)
 }
 
+// readTypedBody checks the content type and reads the body, whose JSON
+// checkJSON has yet to check.
+func readTypedBody(r *http.Request) ([]byte, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return nil, fault.E(fault.Invalid, "Content-Type must be application/json")
+		}
+	}
+	return readBody(r)
+}
+
 func unmarshalJSON(b []byte, v any) error {
+	if err := checkJSON(b); err != nil {
+		return err
+	}
+	return decodeChecked(b, v)
+}
+
+// checkJSON refuses an empty body, a null one, and excessive depth.
+func checkJSON(b []byte) error {
 	if len(bytes.TrimSpace(b)) == 0 {
 		return fault.E(fault.Invalid, "request body is empty")
 	}
 	if err := refuseNull(b); err != nil {
 		return err
 	}
-	if err := checkDepth(b, MaxJSONDepth); err != nil {
-		return err
-	}
+	return checkDepth(b, MaxJSONDepth)
+}
+
+// decodeChecked decodes a body checkJSON passed into v.
+func decodeChecked(b []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {

@@ -115,12 +115,12 @@ func (s *Server) oauthTokenEndpoint(w http.ResponseWriter, r *http.Request) erro
 	case identity.GrantTokenExchange:
 		return s.tokenExchange(w, r, form, auth)
 	case identity.GrantClientCredentials:
-	case identity.GrantAuthorizationCode, identity.GrantRefreshToken:
+	case identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantDeviceCode:
 		return s.oidcToken(w, r, form, auth)
 	case "":
 		return fault.E(fault.Invalid, "grant_type is required", identity.ErrInvalidRequest)
 	default:
-		return fault.E(fault.Invalid, "grant_type must be client_credentials, authorization_code, refresh_token or "+identity.GrantTokenExchange, identity.ErrUnsupportedGrantType)
+		return fault.E(fault.Invalid, "grant_type must be client_credentials, authorization_code, refresh_token, "+identity.GrantDeviceCode+" or "+identity.GrantTokenExchange, identity.ErrUnsupportedGrantType)
 	}
 	req := identity.TokenRequest{Auth: &auth, Scope: form.Get("scope"), Resources: form["resource"]}
 	if req.DPoP, err = s.dpopOf(r); err != nil {
@@ -183,7 +183,7 @@ func (s *Server) oidcToken(w http.ResponseWriter, r *http.Request, form url.Valu
 	}
 	out, err := s.p.OIDC.Exchange(r.Context(), oidc.TokenRequest{GrantType: gt, Auth: &auth, DPoP: dpop,
 		Code: form.Get("code"), RedirectURI: form.Get("redirect_uri"), CodeVerifier: form.Get("code_verifier"),
-		RefreshToken: form.Get("refresh_token"), Scope: form.Get("scope")})
+		RefreshToken: form.Get("refresh_token"), Scope: form.Get("scope"), DeviceCode: form.Get("device_code")})
 	if err != nil {
 		s.loginFailed(gt, err)
 		return err
@@ -258,7 +258,8 @@ func (s *Server) asMetadata(w http.ResponseWriter, r *http.Request) error {
 		"require_signed_request_object":               false,
 		"request_object_signing_alg_values_supported": identity.JWSAlgorithms,
 		"jwks_uri":                                      s.opts.PublicURL + "/.well-known/jwks.json",
-		"grant_types_supported":                         []string{identity.GrantClientCredentials, identity.GrantAuthorizationCode, identity.GrantRefreshToken},
+		"grant_types_supported":                         []string{identity.GrantClientCredentials, identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantTokenExchange, identity.GrantDeviceCode},
+		"device_authorization_endpoint":                 e.Device,
 		"token_endpoint_auth_methods_supported":         append(append([]string{}, auth...), "none"),
 		"introspection_endpoint_auth_methods_supported": auth,
 		"revocation_endpoint_auth_methods_supported":    auth,
@@ -278,6 +279,7 @@ func (s *Server) asMetadata(w http.ResponseWriter, r *http.Request) error {
 			"introspection_endpoint":                m + introspectPath,
 			"revocation_endpoint":                   m + revokePath,
 			"pushed_authorization_request_endpoint": m + parPath,
+			"device_authorization_endpoint":         m + deviceAuthorizationPath,
 		}
 	}
 	writeJSONCacheable(w, md)

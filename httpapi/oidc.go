@@ -79,7 +79,7 @@ func (s *Server) oidcEndpoints() oidc.Endpoints {
 	u := s.opts.PublicURL + s.opts.AuthURL
 	return oidc.Endpoints{Authorization: u + authorizePath, Token: u + tokenPath, UserInfo: u + userinfoPath,
 		JWKS: s.opts.PublicURL + "/.well-known/jwks.json", EndSession: u + logoutPath,
-		Introspection: u + introspectPath, Revocation: u + revokePath, PAR: u + parPath}
+		Introspection: u + introspectPath, Revocation: u + revokePath, PAR: u + parPath, Device: u + deviceAuthorizationPath}
 }
 
 func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request) error {
@@ -257,6 +257,11 @@ func (s *Server) oidcSignIn(w http.ResponseWriter, r *http.Request) error {
 		return nil // the question of a pending upstream identity first
 	}
 	pageHeaders(w)
+	if res.Outcome.Device != "" {
+		// A sign-in of the user-code page: its confirmation comes next.
+		http.Redirect(w, r, s.deviceConfirmURL(res.Outcome.Device), http.StatusSeeOther)
+		return nil
+	}
 	http.Redirect(w, r, res.Outcome.Redirect, http.StatusSeeOther)
 	return nil
 }

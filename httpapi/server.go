@@ -115,6 +115,7 @@ func New(p *latchkey.Platform, opts Options) *Server {
 	s.registerPlatform()
 	s.registerOAuthClientAdmin()
 	s.registerPAR()
+	s.registerDevice()
 	s.registerClients()
 	s.registerVault()
 	s.registerOAuth()

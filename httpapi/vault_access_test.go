@@ -1,7 +1,10 @@
 package httpapi_test
 
 import (
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -357,5 +360,80 @@ func TestVaultAuditContents(t *testing.T) {
 	}
 	if rec := lastAudit(t, v.e, v.tn.ID); rec.Action != "vault.crypto.encrypt" || rec.Status != "failed" || rec.Meta["errorMessage"] == nil {
 		t.Errorf("failed request's record %+v", rec)
+	}
+}
+
+// TestVaultManagementAudit: each management request is one record of its
+// action with the design's meta: the key, `.update`'s changed field names,
+// `.revoke` and `.destroy`'s from, to and reason, `.rotate`'s version,
+// `.trim`'s minimum, `.export`'s wrapping key fingerprint (hex SHA-256 of
+// its SubjectPublicKeyInfo); and never the wrapped material it answered.
+func TestVaultManagementAudit(t *testing.T) {
+	v := newVaultEnv(t)
+	wrap, wk := wrappingPEM(t)
+	spki, _ := x509.MarshalPKIXPublicKey(&wk.PublicKey)
+	fp := sha256.Sum256(spki)
+	var id string
+	steps := []struct {
+		name, action string
+		do           func() map[string]any
+		want         map[string]any
+	}{
+		{"create", "vault.key.create", func() map[string]any {
+			m := v.do(t, "POST", keysPath, map[string]any{"name": "managed", "algorithm": "AES", "size": 256, "exportable": true}, 201)
+			id = str(m, "id")
+			return m
+		}, map[string]any{}},
+		{"update", "vault.key.update", func() map[string]any {
+			return v.do(t, "PATCH", keysPath+"/"+id, map[string]any{"undeletable": true, "autoRotatePeriodSeconds": 3600, "name": "managed"}, 200)
+		}, map[string]any{"fields": []any{"autoRotatePeriodSeconds", "undeletable"}}},
+		{"rotate", "vault.key.rotate", func() map[string]any { return v.op(t, id, "rotate", nil, 201) },
+			map[string]any{"version": 1.0}},
+		{"trim", "vault.key.trim", func() map[string]any { return v.op(t, id, "trim", map[string]any{"minAvailableVersion": 0}, 200) },
+			map[string]any{"minAvailableVersion": 0.0}},
+		{"export", "vault.key.export", func() map[string]any { return v.op(t, id, "export", map[string]any{"wrappingKey": wrap}, 200) },
+			map[string]any{"wrappingKey": hex.EncodeToString(fp[:]), "versions": []any{0.0, 1.0}}},
+		{"revoke", "vault.key.revoke", func() map[string]any { return v.op(t, id, "revoke", map[string]any{"reason": "superseded"}, 200) },
+			map[string]any{"from": "Active", "to": "Deactivated", "reason": "superseded"}},
+		{"destroy", "vault.key.destroy", func() map[string]any { return v.op(t, id, "destroy", nil, 200) },
+			map[string]any{"from": "Deactivated", "to": "Destroyed"}},
+	}
+	var exported []string
+	for _, s := range steps {
+		before, _ := v.e.Store.ListAuditRecords(t.Context(), v.tn.ID, 0, 1_000_000)
+		res := s.do()
+		after, _ := v.e.Store.ListAuditRecords(t.Context(), v.tn.ID, 0, 1_000_000)
+		if len(after) != len(before)+1 {
+			t.Fatalf("%s wrote %d audit records, want 1", s.name, len(after)-len(before))
+		}
+		rec := after[len(after)-1]
+		if rec.Action != s.action || rec.Status != "success" {
+			t.Errorf("%s: record %s %s, want %s success", s.name, rec.Action, rec.Status, s.action)
+		}
+		if key, _ := rec.Meta["key"].(map[string]any); key["id"] != id || key["name"] != "managed" {
+			t.Errorf("%s: meta key %v, want id %s and name managed", s.name, rec.Meta["key"], id)
+		}
+		for k, w := range s.want {
+			if d := cmp.Diff(w, rec.Meta[k]); d != "" {
+				t.Errorf("%s: meta %s (-want +got):\n%s", s.name, k, d)
+			}
+		}
+		if vs, ok := res["versions"].([]any); ok {
+			for _, e := range vs {
+				exported = append(exported, str(e.(map[string]any), "wrappedMaterial"))
+			}
+		}
+	}
+	if len(exported) != 2 {
+		t.Fatalf("export answered %d versions, want 2", len(exported))
+	}
+	recs, _ := v.e.Store.ListAuditRecords(t.Context(), v.tn.ID, 0, 1_000_000)
+	for _, r := range recs {
+		b, _ := json.Marshal(r)
+		for _, w := range exported {
+			if strings.Contains(string(b), w[:32]) {
+				t.Errorf("audit record %s holds exported material", r.Action)
+			}
+		}
 	}
 }

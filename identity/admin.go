@@ -591,7 +591,7 @@ func checkRelyingParty(req NewOAuthClient) (OAuthClient, error) {
 			grants = []string{GrantAuthorizationCode}
 		}
 	}
-	if err := checkSubset("grant_types", grants, []string{GrantClientCredentials, GrantAuthorizationCode, GrantRefreshToken, GrantTokenExchange}); err != nil {
+	if err := checkSubset("grant_types", grants, []string{GrantClientCredentials, GrantAuthorizationCode, GrantRefreshToken, GrantTokenExchange, GrantDeviceCode}); err != nil {
 		return c, err
 	}
 	c.GrantTypes = slices.Compact(slices.Sorted(slices.Values(grants)))
@@ -601,8 +601,8 @@ func checkRelyingParty(req NewOAuthClient) (OAuthClient, error) {
 	if c.Type == ClientPublic && c.AllowsGrant(GrantTokenExchange) {
 		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "a public client cannot use token exchange")
 	}
-	if c.AllowsGrant(GrantRefreshToken) && !c.AllowsGrant(GrantAuthorizationCode) {
-		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "refresh_token needs authorization_code")
+	if c.AllowsGrant(GrantRefreshToken) && !c.AllowsGrant(GrantAuthorizationCode) && !c.AllowsGrant(GrantDeviceCode) {
+		return c, fault.E(fault.Invalid, fault.Field("grant_types"), "refresh_token needs authorization_code or the device grant")
 	}
 	for _, f := range []struct {
 		field string

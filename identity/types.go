@@ -365,6 +365,9 @@ const (
 	GrantClientCredentials = "client_credentials"
 	GrantAuthorizationCode = "authorization_code"
 	GrantRefreshToken      = "refresh_token"
+	// GrantDeviceCode is the device authorization grant (RFC 8628 §3.4),
+	// open to public clients.
+	GrantDeviceCode = "urn:ietf:params:oauth:grant-type:device_code"
 )
 
 // ID token signing algorithms (OAuthClient.IDTokenAlg).

@@ -46,6 +46,9 @@ type AuthorizationRequest struct {
 	// DPoPJKT binds the code to a DPoP key (RFC 9449 §10): dpop_jkt, or
 	// the key of a pushed request's proof.
 	DPoPJKT string `json:"dj,omitempty"`
+	// Device, when set, makes this the sign-in of the user-code page
+	// (device.go): the normalized user code whose confirmation follows.
+	Device string `json:"dv,omitempty"`
 }
 
 // Outcome is the answer to the browser: either a redirect to the client
@@ -56,6 +59,9 @@ type Outcome struct {
 	// SignIn is set when the user must sign in: the sealed request the
 	// sign-in page carries.
 	SignIn string
+	// Device is set when a sign-in of the user-code page completed: the
+	// sealed request whose confirmation the page shows next.
+	Device string
 }
 
 // RedirectError is an error the client learns through its redirect URI
@@ -440,6 +446,10 @@ func (s *Service) redirectURL(uri string, params url.Values) string {
 // complete issues the code of req for the user of sess and redirects it
 // to the client with state and iss.
 func (s *Service) complete(ctx context.Context, req AuthorizationRequest, sess Session, meta map[string]any) (Outcome, error) {
+	if req.Device != "" {
+		// No code: the user-code page's confirmation comes next.
+		return Outcome{Device: s.sealRequest(req)}, nil
+	}
 	now := s.now()
 	code := newSecret()
 	ac := AuthCode{Hash: hashOf(code), GrantID: newGrantID(), ClientID: req.ClientID, TenantID: req.TenantID, UserID: sess.UserID,

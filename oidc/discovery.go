@@ -8,6 +8,8 @@ type Endpoints struct {
 	Authorization, Token, UserInfo, JWKS, EndSession string
 	Introspection, Revocation                        string
 	PAR                                              string
+	// Device is the device authorization endpoint (RFC 8628 §4).
+	Device string
 }
 
 // RequiresPAR reports whether every client must push its authorization
@@ -29,7 +31,7 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"revocation_endpoint":                   e.Revocation,
 		"response_types_supported":              []string{"code"},
 		"response_modes_supported":              []string{"query"},
-		"grant_types_supported":                 []string{identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantClientCredentials, identity.GrantTokenExchange},
+		"grant_types_supported":                 []string{identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantClientCredentials, identity.GrantTokenExchange, identity.GrantDeviceCode},
 		"code_challenge_methods_supported":      []string{"S256"},
 		"id_token_signing_alg_values_supported": []string{identity.AlgRS256, identity.AlgES256},
 		"subject_types_supported":               []string{"public"},
@@ -48,5 +50,6 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"require_pushed_authorization_requests":            s.cfg.RequirePAR,
 		"request_uri_parameter_supported":                  false,
 		"claims_parameter_supported":                       false,
+		"device_authorization_endpoint":                    e.Device,
 	}
 }

@@ -131,6 +131,8 @@ type Config struct {
 type Service struct {
 	cfg Config
 	st  Store
+	// deviceThrottle counts wrong user codes per browser and per address.
+	deviceThrottle *identity.Throttle
 }
 
 // NewService returns a Service, filling defaults.
@@ -150,7 +152,7 @@ func NewService(cfg Config) *Service {
 	if cfg.RefreshTTL <= 0 {
 		cfg.RefreshTTL = DefaultRefreshTTL
 	}
-	return &Service{cfg: cfg, st: cfg.Store}
+	return &Service{cfg: cfg, st: cfg.Store, deviceThrottle: identity.NewThrottle(deviceFailures, deviceFailWindow)}
 }
 
 // Issuer is the provider's issuer: the iss of every token.

@@ -121,6 +121,7 @@ type Store interface {
 	DeleteOIDCSession(ctx context.Context, idHash []byte) error
 
 	PARStore
+	DeviceStore
 }
 
 // CodeRetention is how long a code is kept after it expired, so that a
@@ -150,4 +151,68 @@ type PARStore interface {
 	// and returns it as it was before, as TakeAuthCode does: UsedAt nil
 	// for exactly one caller in any process. NotFound if absent.
 	TakePushedRequest(ctx context.Context, hash []byte, now time.Time) (PushedRequest, error)
+}
+
+// Device authorization states (DeviceAuthorization.Status).
+const (
+	DevicePending  = "pending"
+	DeviceApproved = "approved"
+	DeviceDenied   = "denied"
+)
+
+// DeviceAuthorization is a device authorization request (RFC 8628 §3.2)
+// as stored: the SHA-256 of its device_code and of its user code, the
+// polls' pace, and the user's decision. Changes are compare-and-set on
+// Version, so processes sharing the database agree on the interval a
+// slow_down grew and on which poll spent the code.
+type DeviceAuthorization struct {
+	Hash         []byte // SHA-256 of the device_code
+	UserCodeHash []byte // SHA-256 of the normalized user code (8 letters)
+	ClientID     string
+	TenantID     string
+	Scope        string // the scopes asked, space-separated
+	Status       string // DevicePending, DeviceApproved or DeviceDenied
+	// Interval is the seconds a poll must wait after the previous one
+	// (RFC 8628 §3.5: slow_down adds 5).
+	Interval   int64
+	LastPollAt *time.Time
+	// Decision is the approving user's sign-in (zero until approved).
+	Decision  DeviceDecision
+	CreatedAt time.Time
+	ExpiresAt time.Time
+	// UsedAt is when a poll spent the code (tokens, or access_denied).
+	UsedAt  *time.Time
+	Version int64
+}
+
+// DeviceDecision is the sign-in of the user who approved a device: what
+// its tokens say.
+type DeviceDecision struct {
+	UserID   identity.ObjectID `json:"u"`
+	UserName string            `json:"n,omitempty"`
+	SID      string            `json:"sid,omitempty"`
+	AMR      []string          `json:"amr,omitempty"`
+	ACR      string            `json:"acr,omitempty"`
+	AuthTime time.Time         `json:"at"`
+}
+
+// DeviceStore keeps device authorizations (every platform store
+// implements it).
+type DeviceStore interface {
+	// CreateDeviceAuthorization stores d. Conflict if its hash, or its
+	// user code hash, exists. Authorizations that expired more than
+	// CodeRetention before d.CreatedAt may be deleted by the same call.
+	CreateDeviceAuthorization(ctx context.Context, d DeviceAuthorization) error
+	// GetDeviceAuthorization returns the authorization whose device code
+	// hashes to hash. NotFound if absent.
+	GetDeviceAuthorization(ctx context.Context, hash []byte) (DeviceAuthorization, error)
+	// GetDeviceAuthorizationByUserCode returns the authorization whose
+	// user code hashes to userCodeHash. NotFound if absent.
+	GetDeviceAuthorizationByUserCode(ctx context.Context, userCodeHash []byte) (DeviceAuthorization, error)
+	// UpdateDeviceAuthorization writes d's Status, Interval, LastPollAt,
+	// Decision and UsedAt, and Version+1, if the stored Version is still
+	// d.Version: of concurrent callers in any process exactly one
+	// succeeds; the others get Conflict (and read again). NotFound if
+	// absent.
+	UpdateDeviceAuthorization(ctx context.Context, d DeviceAuthorization) error
 }

@@ -27,6 +27,8 @@ type TokenRequest struct {
 	CodeVerifier string
 	RefreshToken string
 	Scope        string
+	// DeviceCode is the device grant's device_code (device.go).
+	DeviceCode string
 	// Auth, when set, is the request's client authentication, instead of
 	// ClientID and ClientSecret.
 	Auth *identity.ClientAuth
@@ -90,8 +92,10 @@ func (s *Service) Exchange(ctx context.Context, req TokenRequest) (Tokens, error
 		return s.redeemCode(ctx, req)
 	case identity.GrantRefreshToken:
 		return s.refresh(ctx, req)
+	case identity.GrantDeviceCode:
+		return s.deviceToken(ctx, req)
 	}
-	return Tokens{}, fault.E(fault.Invalid, "grant_type must be authorization_code or refresh_token", identity.ErrUnsupportedGrantType)
+	return Tokens{}, fault.E(fault.Invalid, "grant_type must be authorization_code, refresh_token or "+identity.GrantDeviceCode, identity.ErrUnsupportedGrantType)
 }
 
 func invalidGrant(msg string) error { return fault.E(fault.Invalid, msg, identity.ErrInvalidGrant) }

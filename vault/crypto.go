@@ -72,6 +72,26 @@ type Input struct {
 type Body struct {
 	Input
 	BatchInput []json.RawMessage `json:"batch_input"`
+	// items are the batch's items when DecodeBatch decoded them at once.
+	items []Input
+}
+
+// DecodeBatch decodes a batch body in one pass, the items straight into
+// Inputs, and reports whether it did. It does only when the body decodes
+// without error and has batch_input: a body with a malformed item is left
+// to the ordinary decoding into Body, whose BatchInput keeps each item
+// raw so that it fails alone. A batch's items then cost one scan of the
+// JSON and one decode, not four scans and a decode.
+func (b *Body) DecodeBatch(data []byte) bool {
+	var f struct {
+		Input
+		BatchInput []Input `json:"batch_input"`
+	}
+	if json.Unmarshal(data, &f) != nil || f.BatchInput == nil {
+		return false
+	}
+	b.Input, b.BatchInput, b.items = f.Input, nil, f.BatchInput
+	return true
 }
 
 // Result is the answer for one item: the operation's fields, or Err.
@@ -270,7 +290,7 @@ func (s *Service) Crypto(ctx context.Context, p identity.Principal, op string, r
 
 // answer decodes the items and answers each.
 func (ru *run) answer(ctx context.Context, body *Body) (Outcome, error) {
-	if body.BatchInput == nil {
+	if body.BatchInput == nil && body.items == nil {
 		if err := ru.prepare(ctx, []*Input{&body.Input}); err != nil {
 			return Outcome{}, err
 		}
@@ -279,6 +299,9 @@ func (ru *run) answer(ctx context.Context, body *Body) (Outcome, error) {
 		return Outcome{Results: []Result{res}}, nil
 	}
 	n := len(body.BatchInput)
+	if body.items != nil {
+		n = len(body.items)
+	}
 	switch {
 	case n == 0:
 		return Outcome{Batch: true}, fault.E(fault.Invalid, fault.Field("batch_input"), "batch_input is empty")
@@ -287,6 +310,9 @@ func (ru *run) answer(ctx context.Context, body *Body) (Outcome, error) {
 	}
 	inputs := make([]*Input, n)
 	decodeErr := make([]error, n)
+	for i := range body.items {
+		inputs[i] = &body.items[i]
+	}
 	for i, raw := range body.BatchInput {
 		in := &Input{}
 		if err := decodeItem(raw, in); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -290,6 +291,35 @@ func check(ctx context.Context, c config, b *balancer, db *pgxpool.Pool, fix *fi
 	rep.info("PostgreSQL restarts: down (pg_ctl restart -m immediate) %v; restart begun -> first acknowledged post sent after it %v",
 		roundAll(rep.RestartDown), roundAll(rep.RestartRecovery))
 	rep.info("process restarts (kill -> serving again, 1 s pause included): %v", roundAll(rep.ProcessRestart))
+	// The signing keys rotated during the run: every version made is in
+	// the JWKS now, and no request was refused as unauthenticated (every
+	// token, whichever version signed it, verified on every process).
+	var missingKids []string
+	jr := rand.New(rand.NewPCG(c.seed, 12))
+	ja, jerr := b.call(ctx, jr, 200, request{area: "jwks", method: "GET", path: "/.well-known/jwks.json"})
+	if jerr == nil {
+		listed := map[string]bool{}
+		for _, k := range ja.json()["keys"].([]any) {
+			if m, ok := k.(map[string]any); ok {
+				listed[fmt.Sprint(m["kid"])] = true
+			}
+		}
+		for _, rk := range l.rotated {
+			if _, kid, _ := strings.Cut(rk, " "); !listed[kid] {
+				missingKids = append(missingKids, rk)
+			}
+		}
+	}
+	rep.add(jerr == nil && l.rotateFailed == 0 && len(l.rotated) == len(signingRotations) && len(missingKids) == 0,
+		"signing keys rotated during the run (each version published %v before it signs): %v; %d rotations failed; missing from the JWKS: %v %s",
+		rotatePublishedFor, l.rotated, l.rotateFailed, missingKids, errOrEmpty(jerr))
+	b.mu.Lock()
+	unauth := 0
+	for _, codes := range b.status {
+		unauth += codes[401]
+	}
+	b.mu.Unlock()
+	rep.add(unauth == 0, "no request refused as unauthenticated across the rotations: %d answers 401", unauth)
 	var other []string
 	for k, v := range l.counts {
 		other = append(other, fmt.Sprintf("%s: %d", k, v))

@@ -35,6 +35,10 @@ type ledger struct {
 	ackIdle   int
 	exports   []string // export job ids
 	counts    map[string]int
+	// rotated are the signing-key versions made during the run ("key
+	// kid"); rotateFailed the rotations no process answered.
+	rotated      []string
+	rotateFailed int
 }
 
 func newLedger() *ledger {
@@ -258,4 +262,51 @@ func (rc *receivers) firstAfter(i int, t time.Time) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// signingRotations are the rotations of the platform's signing keys during
+// a run: when (a share of the run) and which key.
+var signingRotations = []struct {
+	at  float64
+	key string
+}{{0.3, "platform-jwt"}, {0.45, "platform-oidc-rs256"}, {0.6, "platform-jwt"}}
+
+// rotatePublishedFor is how long before it signs a rotated version is
+// published: the scheduled rotation's 10 minutes, compressed to the run.
+const rotatePublishedFor = 3 * time.Second
+
+// rotateSigningKeys rotates the platform's signing keys during the run, as
+// the root tenant-admin, each version published rotatePublishedFor before
+// it signs, so that the tokens the new versions sign meet processes that
+// were killed, stalled or cut off from the database when it was made. A
+// rotation is retried through other processes until one answers 201.
+func rotateSigningKeys(ctx context.Context, b *balancer, f *fixture, l *ledger, start time.Time, d time.Duration, r *rand.Rand) {
+	for _, rot := range signingRotations {
+		sleepCtx(ctx, time.Until(start.Add(time.Duration(float64(d)*rot.at))))
+		if ctx.Err() != nil {
+			return
+		}
+		// The RS256 key is made on first use: a JWKS read makes it.
+		_, err := b.call(ctx, r, 200, request{area: "signing-key rotate", method: "GET", path: "/.well-known/jwks.json"})
+		var a answer
+		if err == nil {
+			a, err = b.call(ctx, r, 200, request{area: "signing-key rotate", method: "POST", path: "/api/v1/auth/tokens/",
+				body: map[string]string{"name": "admin", "password": f.password, "auth_domain": "root"}})
+		}
+		var kid string
+		if err == nil {
+			jwt, _ := a.json()["jwt"].(string)
+			at := time.Now().Add(rotatePublishedFor).UTC().Format(time.RFC3339Nano)
+			a, err = b.call(ctx, r, 201, request{area: "signing-key rotate", method: "POST", path: "/api/v1/vault/keys2/" + rot.key + "/rotate",
+				bearer: jwt, body: map[string]string{"activationDate": at}})
+			kid, _ = a.json()["kid"].(string)
+		}
+		l.mu.Lock()
+		if err != nil || kid == "" {
+			l.rotateFailed++
+		} else {
+			l.rotated = append(l.rotated, rot.key+" "+kid)
+		}
+		l.mu.Unlock()
+	}
 }

@@ -254,6 +254,9 @@ func run(c config) (bool, error) {
 			}
 		})
 	})
+	others.Go(func() {
+		rotateSigningKeys(driveCtx, b, fix, l, runStart, c.duration, rand.New(rand.NewPCG(c.seed, 11)))
+	})
 	in := &injector{servers: servers, cluster: cl, db: db, fix: fix, r: r, log: logf, stallMax: c.stallMax}
 	plan := schedule(r, c.kills, c.dbRestarts, c.netFaults, c.duration/10, c.duration*85/100)
 	faultsDone := make(chan struct{})

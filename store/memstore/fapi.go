@@ -121,3 +121,62 @@ func (s *Store) ListTokenExchangeChildren(ctx context.Context, parentJTI string)
 	slices.SortFunc(out, func(a, b identity.TokenExchangeLink) int { return strings.Compare(a.ChildJTI, b.ChildJTI) })
 	return out, nil
 }
+
+func cloneDeviceAuthz(d oidc.DeviceAuthorization) oidc.DeviceAuthorization {
+	d.Hash, d.UserCodeHash = slices.Clone(d.Hash), slices.Clone(d.UserCodeHash)
+	d.LastPollAt, d.UsedAt = clonePtr(d.LastPollAt), clonePtr(d.UsedAt)
+	d.Decision.AMR = slices.Clone(d.Decision.AMR)
+	return d
+}
+
+// CreateDeviceAuthorization implements oidc.DeviceStore.
+func (s *Store) CreateDeviceAuthorization(ctx context.Context, d oidc.DeviceAuthorization) error {
+	defer s.lock()()
+	m := s.oidcMaps().devices
+	for k, v := range m {
+		if v.ExpiresAt.Before(d.CreatedAt.Add(-oidc.CodeRetention)) {
+			delete(m, k)
+		}
+	}
+	return insertUnique(m, string(d.Hash), cloneDeviceAuthz(d), "device authorization exists",
+		func(o oidc.DeviceAuthorization) bool { return string(o.UserCodeHash) == string(d.UserCodeHash) }, "user code exists")
+}
+
+// GetDeviceAuthorization implements oidc.DeviceStore.
+func (s *Store) GetDeviceAuthorization(ctx context.Context, hash []byte) (oidc.DeviceAuthorization, error) {
+	defer s.lock()()
+	d, ok := s.oidcMaps().devices[string(hash)]
+	if !ok {
+		return oidc.DeviceAuthorization{}, fault.E(fault.NotFound, "device authorization not found")
+	}
+	return cloneDeviceAuthz(d), nil
+}
+
+// GetDeviceAuthorizationByUserCode implements oidc.DeviceStore.
+func (s *Store) GetDeviceAuthorizationByUserCode(ctx context.Context, userCodeHash []byte) (oidc.DeviceAuthorization, error) {
+	defer s.lock()()
+	for _, d := range s.oidcMaps().devices {
+		if string(d.UserCodeHash) == string(userCodeHash) {
+			return cloneDeviceAuthz(d), nil
+		}
+	}
+	return oidc.DeviceAuthorization{}, fault.E(fault.NotFound, "device authorization not found")
+}
+
+// UpdateDeviceAuthorization implements oidc.DeviceStore.
+func (s *Store) UpdateDeviceAuthorization(ctx context.Context, d oidc.DeviceAuthorization) error {
+	defer s.lock()()
+	m := s.oidcMaps().devices
+	old, ok := m[string(d.Hash)]
+	if !ok {
+		return fault.E(fault.NotFound, "device authorization not found")
+	}
+	if old.Version != d.Version {
+		return fault.E(fault.Conflict, "device authorization changed")
+	}
+	n := cloneDeviceAuthz(d)
+	old.Status, old.Interval, old.LastPollAt, old.Decision, old.UsedAt = n.Status, n.Interval, n.LastPollAt, n.Decision, n.UsedAt
+	old.Version++
+	m[string(d.Hash)] = old
+	return nil
+}

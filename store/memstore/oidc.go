@@ -11,16 +11,17 @@ import (
 
 // oidcData is the OpenID Provider's state, made on first use.
 type oidcData struct {
-	codes    map[string]oidc.AuthCode      // by string(Hash)
-	refresh  map[string]oidc.RefreshToken  // by string(Hash)
-	sessions map[string]oidc.Session       // by string(IDHash)
-	pushed   map[string]oidc.PushedRequest // by string(Hash)
+	codes    map[string]oidc.AuthCode            // by string(Hash)
+	refresh  map[string]oidc.RefreshToken        // by string(Hash)
+	sessions map[string]oidc.Session             // by string(IDHash)
+	pushed   map[string]oidc.PushedRequest       // by string(Hash)
+	devices  map[string]oidc.DeviceAuthorization // by string(Hash)
 }
 
 func (s *Store) oidcMaps() *oidcData {
 	if s.oidc.codes == nil {
 		s.oidc = oidcData{codes: map[string]oidc.AuthCode{}, refresh: map[string]oidc.RefreshToken{}, sessions: map[string]oidc.Session{},
-			pushed: map[string]oidc.PushedRequest{}}
+			pushed: map[string]oidc.PushedRequest{}, devices: map[string]oidc.DeviceAuthorization{}}
 	}
 	return &s.oidc
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"net/url"
@@ -15,6 +16,7 @@ import (
 	"github.com/latchkey/latchkey/latchkeytest"
 	"github.com/latchkey/latchkey/oidc"
 	"github.com/latchkey/latchkey/seal"
+	"github.com/latchkey/latchkey/store/postgres"
 )
 
 // TestFAPIReplaysAcrossProcesses runs three platforms on one PostgreSQL
@@ -25,9 +27,13 @@ func TestFAPIReplaysAcrossProcesses(t *testing.T) {
 	schema := freshSchema(t)
 	key := seal.NewKey()
 	const iss = "https://id.example"
-	var plats [3]*latchkey.Platform
+	var (
+		plats  [3]*latchkey.Platform
+		stores [3]*postgres.Store
+	)
 	for i := range plats {
 		s := open(t, schema)
+		stores[i] = s
 		t.Cleanup(func() { s.Close() })
 		p, err := latchkey.New(t.Context(), latchkey.Config{Store: s, MasterKey: key, Issuer: iss,
 			PasswordParams: identity.PasswordParams{Time: 1, MemoryKiB: 64, Threads: 1}, AllowWeakPasswordHashing: true})
@@ -112,6 +118,37 @@ func TestFAPIReplaysAcrossProcesses(t *testing.T) {
 			}
 			return nil
 		}, func(err error) bool { return errors.Is(err, errUsed) })
+	})
+
+	t.Run("device code", func(t *testing.T) {
+		c, _, err := plats[0].Identity.RegisterOAuthClient(ctx, root, boot.Tenant.ID, identity.NewOAuthClient{Name: "tv", Type: identity.ClientPublic,
+			Scopes: []string{"openid"}, GrantTypes: []string{identity.GrantDeviceCode}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		da, err := plats[1].OIDC.DeviceAuthorize(ctx, oidc.DeviceAuthRequest{Auth: identity.ClientAuth{ClientID: c.ID}, Scope: "openid",
+			VerificationURI: iss + "/oauth/v1/device"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The user's approval, as the user-code page's Allow stores it.
+		admin, err := stores[2].GetUserByName(ctx, boot.Tenant.ID, identity.AdminName)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256([]byte(da.DeviceCode))
+		d, err := stores[2].GetDeviceAuthorization(ctx, sum[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Status, d.Decision = oidc.DeviceApproved, oidc.DeviceDecision{UserID: admin.ID, UserName: admin.Name, AMR: []string{"pwd"}, AuthTime: time.Now()}
+		if err := stores[2].UpdateDeviceAuthorization(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		once(t, "one device code", func(p *latchkey.Platform) error {
+			_, err := p.OIDC.Exchange(ctx, oidc.TokenRequest{GrantType: identity.GrantDeviceCode, ClientID: c.ID, DeviceCode: da.DeviceCode})
+			return err
+		}, func(err error) bool { return errors.Is(err, identity.ErrInvalidGrant) })
 	})
 }
 

@@ -103,3 +103,58 @@ func (s *Store) ListTokenExchangeChildren(ctx context.Context, parentJTI string)
 		return l, err
 	}, `SELECT parent_jti, child_jti, tenant_id, expires_at FROM token_exchange_links WHERE parent_jti = $1 ORDER BY child_jti`, parentJTI)
 }
+
+const deviceCols = `hash, user_code_hash, client_id, tenant_id, scope, status, poll_interval, last_poll_at, decision, created_at, expires_at, used_at, version`
+
+// CreateDeviceAuthorization implements oidc.DeviceStore; the unique
+// user_code_hash makes a clash of live user codes a Conflict.
+func (s *Store) CreateDeviceAuthorization(ctx context.Context, d oidc.DeviceAuthorization) error {
+	return s.c.Tx(ctx, func(q Querier) error {
+		b := &Batch{}
+		b.Exec(nil, `DELETE FROM oauth_device_codes WHERE expires_at < $1`, d.CreatedAt.Add(-oidc.CodeRetention))
+		b.Exec(nil, `INSERT INTO oauth_device_codes (`+deviceCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+			d.Hash, d.UserCodeHash, d.ClientID, d.TenantID, d.Scope, d.Status, d.Interval, d.LastPollAt, jsonText(d.Decision),
+			d.CreatedAt, d.ExpiresAt, d.UsedAt, d.Version)
+		return q.Batch(ctx, b)
+	})
+}
+
+func (s *Store) scanDeviceAuthz(row Row) (oidc.DeviceAuthorization, error) {
+	var (
+		d   oidc.DeviceAuthorization
+		dec string
+	)
+	if err := row.Scan(&d.Hash, &d.UserCodeHash, &d.ClientID, &d.TenantID, &d.Scope, &d.Status, &d.Interval, &d.LastPollAt, &dec,
+		&d.CreatedAt, &d.ExpiresAt, &d.UsedAt, &d.Version); err != nil {
+		return oidc.DeviceAuthorization{}, s.notFound(err, "device authorization")
+	}
+	return d, unmarshal([]byte(dec), &d.Decision)
+}
+
+// GetDeviceAuthorization implements oidc.DeviceStore.
+func (s *Store) GetDeviceAuthorization(ctx context.Context, hash []byte) (oidc.DeviceAuthorization, error) {
+	return s.scanDeviceAuthz(s.c.Write().QueryRow(ctx, `SELECT `+deviceCols+` FROM oauth_device_codes WHERE hash = $1`, hash))
+}
+
+// GetDeviceAuthorizationByUserCode implements oidc.DeviceStore.
+func (s *Store) GetDeviceAuthorizationByUserCode(ctx context.Context, userCodeHash []byte) (oidc.DeviceAuthorization, error) {
+	return s.scanDeviceAuthz(s.c.Write().QueryRow(ctx, `SELECT `+deviceCols+` FROM oauth_device_codes WHERE user_code_hash = $1`, userCodeHash))
+}
+
+// UpdateDeviceAuthorization implements oidc.DeviceStore: one UPDATE that
+// only the row of the version read matches.
+func (s *Store) UpdateDeviceAuthorization(ctx context.Context, d oidc.DeviceAuthorization) error {
+	n, err := s.c.Write().Exec(ctx, `UPDATE oauth_device_codes SET status = $3, poll_interval = $4, last_poll_at = $5, decision = $6, used_at = $7,
+		version = version + 1 WHERE hash = $1 AND version = $2`,
+		d.Hash, d.Version, d.Status, d.Interval, d.LastPollAt, jsonText(d.Decision), d.UsedAt)
+	if err != nil {
+		return s.c.MapErr(err)
+	}
+	if n == 1 {
+		return nil
+	}
+	if _, err := s.GetDeviceAuthorization(ctx, d.Hash); err != nil {
+		return err
+	}
+	return fault.E(fault.Conflict, "device authorization changed")
+}

@@ -169,4 +169,52 @@ var fapiTests = []test{
 			t.Errorf("after the sweep: %+v", got)
 		}
 	}},
+	{"DeviceAuthorizationCompareAndSet", func(t *testing.T, ctx context.Context, s Store) {
+		h, u := sha256.Sum256([]byte("device-1")), sha256.Sum256([]byte("WDJBMJHT"))
+		d := oidc.DeviceAuthorization{Hash: h[:], UserCodeHash: u[:], ClientID: "lkc_tv", TenantID: "t", Scope: "openid", Status: oidc.DevicePending,
+			Interval: 5, CreatedAt: Epoch, ExpiresAt: Epoch.Add(10 * time.Minute), Decision: oidc.DeviceDecision{AMR: []string{}}}
+		if err := s.CreateDeviceAuthorization(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		h2 := sha256.Sum256([]byte("device-2"))
+		clash := d
+		clash.Hash = h2[:]
+		wantKind(t, "a live user code again", s.CreateDeviceAuthorization(ctx, clash), fault.Conflict)
+		got, err := s.GetDeviceAuthorizationByUserCode(ctx, u[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Decision.AMR = nil
+		got.Decision.AMR = nil
+		if diff := cmp.Diff(d, got); diff != "" {
+			t.Errorf("by user code (-want +got):\n%s", diff)
+		}
+		poll := Epoch.Add(time.Minute)
+		got.LastPollAt, got.Interval, got.Status = &poll, 10, oidc.DeviceApproved
+		got.Decision = oidc.DeviceDecision{UserID: identity.ObjectID{1}, UserName: "alice", SID: "sid", AMR: []string{"pwd"}, ACR: "a", AuthTime: Epoch}
+		// Of two writers that read the same version, one wins.
+		var wg sync.WaitGroup
+		errs := make([]error, 2)
+		for i := range errs {
+			wg.Go(func() { errs[i] = s.UpdateDeviceAuthorization(ctx, got) })
+		}
+		wg.Wait()
+		if (errs[0] == nil) == (errs[1] == nil) || !fault.Is(fault.Conflict, errs[0]) && !fault.Is(fault.Conflict, errs[1]) {
+			t.Fatalf("two writers of one version: %v", errs)
+		}
+		after, err := s.GetDeviceAuthorization(ctx, h[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := got
+		want.Version++
+		if diff := cmp.Diff(want, after); diff != "" {
+			t.Errorf("after the update (-want +got):\n%s", diff)
+		}
+		absent := got
+		absent.Hash = h2[:]
+		wantKind(t, "update of an absent one", s.UpdateDeviceAuthorization(ctx, absent), fault.NotFound)
+		_, err = s.GetDeviceAuthorization(ctx, h2[:])
+		wantKind(t, "an absent one", err, fault.NotFound)
+	}},
 }

@@ -328,7 +328,7 @@ type NewOAuthClient struct {
 	// GrantTypes default to client_credentials for a confidential client
 	// and authorization_code for a public one.
 	GrantTypes []string
-	// IDTokenAlg is RS256 (default; ES256 with profile fapi2) or ES256.
+	// IDTokenAlg is RS256 (default; ES256 with profile fapi2), ES256 or PS256.
 	IDTokenAlg string
 	// ClientMetadata are the authentication method, keys, token binding,
 	// request rules and profile (API-fapi.md).
@@ -368,8 +368,20 @@ func (s *Service) RegisterOAuthClient(ctx context.Context, p Principal, tenantID
 	if err := s.st.CreateOAuthClient(ctx, c); err != nil {
 		return fail(err)
 	}
+	if err := s.ensureIDTokenKey(ctx, c); err != nil {
+		return c, secret, err
+	}
 	meta["client_id"] = c.ID
 	return c, secret, s.record(ctx, tenantID, "oauth-client.create", nil, meta)
+}
+
+// ensureIDTokenKey makes the PS256 key when a client's ID tokens need it,
+// so that the JWKS has it before the client's first ID token.
+func (s *Service) ensureIDTokenKey(ctx context.Context, c OAuthClient) error {
+	if c.IDTokenAlg != AlgPS256 {
+		return nil
+	}
+	return s.cfg.Keys.EnsurePS256(ctx)
 }
 
 // newClientSecret makes a client secret and its stored SHA-256.
@@ -580,9 +592,9 @@ func checkRelyingParty(req NewOAuthClient) (OAuthClient, error) {
 	switch c.IDTokenAlg {
 	case "":
 		c.IDTokenAlg = AlgRS256
-	case AlgRS256, AlgES256:
+	case AlgRS256, AlgES256, AlgPS256:
 	default:
-		return c, fault.E(fault.Invalid, fault.Field("id_token_signed_response_alg"), "id_token_signed_response_alg must be RS256 or ES256")
+		return c, fault.E(fault.Invalid, fault.Field("id_token_signed_response_alg"), "id_token_signed_response_alg must be RS256, ES256 or PS256")
 	}
 	grants := req.GrantTypes
 	if len(grants) == 0 {

@@ -57,5 +57,8 @@ func (s *Service) UpdateOAuthClient(ctx context.Context, p Principal, tenantID, 
 		return fail(err)
 	}
 	s.clients.Delete(c.ID)
+	if err := s.ensureIDTokenKey(ctx, c); err != nil {
+		return c, secret, err
+	}
 	return c, secret, s.record(ctx, tenantID, ActionOAuthClientUpdate, nil, meta)
 }

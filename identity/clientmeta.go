@@ -287,8 +287,8 @@ func checkFAPI2(c *OAuthClient, requirePARSet bool) error {
 			return badField(f.field, "profile fapi2 allows %s only", strings.Join(fapi2Algorithms, ", "))
 		}
 	}
-	if c.IDTokenAlg != AlgES256 {
-		return badField("id_token_signed_response_alg", "profile fapi2 needs ES256 ID tokens")
+	if c.IDTokenAlg != AlgES256 && c.IDTokenAlg != AlgPS256 {
+		return badField("id_token_signed_response_alg", "profile fapi2 needs ES256 or PS256 ID tokens")
 	}
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 // one as a bearer token, so they stay apart from Sign and Verify.
 
 // SignIDToken signs claims (a JSON-marshallable struct or map) as a JWT
-// with alg (AlgRS256 or AlgES256) and the active key of that algorithm,
+// with alg (AlgRS256, AlgES256 or AlgPS256) and the active key of that algorithm,
 // named by kid so that a relying party finds it in the JWKS.
 func (ks *KeySet) SignIDToken(ctx context.Context, alg string, claims any) (string, error) {
 	priv, kid, err := ks.signer(ctx, alg)
@@ -36,7 +36,7 @@ func (ks *KeySet) SignIDToken(ctx context.Context, alg string, claims any) (stri
 }
 
 // ParseIDToken verifies the signature of an ID token this key set signed
-// (RS256 or ES256, key chosen by kid) and decodes its claims into out. It
+// (RS256, ES256 or PS256, key chosen by kid) and decodes its claims into out. It
 // checks nothing else (issuer, audience and time are the caller's: an
 // id_token_hint may have expired). Failures are fault.Invalid.
 func (ks *KeySet) ParseIDToken(token string, out any) error {
@@ -44,7 +44,7 @@ func (ks *KeySet) ParseIDToken(token string, out any) error {
 	if len(token) > 16<<10 {
 		return bad(errors.New("too long"))
 	}
-	tok, err := josejwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256, jose.ES256})
+	tok, err := josejwt.ParseSigned(token, []jose.SignatureAlgorithm{jose.RS256, jose.ES256, jose.PS256})
 	if err != nil {
 		return bad(err)
 	}

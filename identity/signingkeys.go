@@ -272,6 +272,14 @@ func (ks *KeySet) signer(ctx context.Context, alg string) (crypto.Signer, string
 	return nil, "", fault.E(fault.Internal, "identity: no signing key for "+alg)
 }
 
+// EnsurePS256 makes sure the key set has its PS256 key (an RSA-2048 key
+// of its own), creating it on first use: a client registered for PS256
+// ID tokens finds it in the JWKS before its first ID token.
+func (ks *KeySet) EnsurePS256(ctx context.Context) error {
+	_, _, err := ks.signer(ctx, AlgPS256)
+	return err
+}
+
 // EnsureRSA makes sure the key set has its RS256 key, creating it on
 // first use.
 func (ks *KeySet) EnsureRSA(ctx context.Context) error {
@@ -500,13 +508,15 @@ func (sk storeKeys) SigningKeys(ctx context.Context) ([]SigningVersion, error) {
 		return nil, err
 	}
 	var out []SigningVersion
-	nRSA := 0
+	// RSA keys (RS256, PS256) are made on first use, maybe by two
+	// processes at once: per algorithm the oldest signs.
+	nRSA, irsa := map[string]int{}, map[string]int{}
 	for _, k := range keys {
-		if k.Alg == AlgRS256 {
-			nRSA++
+		if k.Alg == AlgRS256 || k.Alg == AlgPS256 {
+			nRSA[k.Alg]++
 		}
 	}
-	ies, irsa := 0, 0
+	ies := 0
 	for _, k := range keys {
 		priv, err := x509.ParsePKCS8PrivateKey(k.PKCS8)
 		if err != nil {
@@ -517,10 +527,10 @@ func (sk storeKeys) SigningKeys(ctx context.Context) ([]SigningVersion, error) {
 			return nil, fmt.Errorf("identity: signing key %s cannot sign", k.Kid)
 		}
 		v := SigningVersion{Alg: k.Alg, Kid: k.Kid, Signer: signer, Public: signer.Public()}
-		if k.Alg == AlgRS256 {
+		if k.Alg == AlgRS256 || k.Alg == AlgPS256 {
 			// The oldest signs: it comes last, as the highest version.
-			v.Version = nRSA - 1 - irsa
-			irsa++
+			v.Version = nRSA[k.Alg] - 1 - irsa[k.Alg]
+			irsa[k.Alg]++
 		} else {
 			v.Version = ies
 			ies++
@@ -550,7 +560,7 @@ func (sk storeKeys) CreateSigningKey(ctx context.Context, alg string) error {
 	switch alg {
 	case AlgES256:
 		priv, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	case AlgRS256:
+	case AlgRS256, AlgPS256:
 		priv, err = rsa.GenerateKey(rand.Reader, 2048)
 	default:
 		return fault.E(fault.Internal, "identity: the store's key table keeps no "+alg+" key")

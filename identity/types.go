@@ -374,6 +374,10 @@ const (
 const (
 	AlgRS256 = "RS256"
 	AlgES256 = "ES256"
+	// AlgPS256 signs the ID tokens of clients that ask for it (FAPI 2.0
+	// allows ES256 and PS256 only) with an RSA key of its own: a key
+	// serves one algorithm.
+	AlgPS256 = "PS256"
 )
 
 // IsPublic reports whether c is a public client (no secret).

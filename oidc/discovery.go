@@ -33,7 +33,7 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"response_modes_supported":              []string{"query"},
 		"grant_types_supported":                 []string{identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantClientCredentials, identity.GrantTokenExchange, identity.GrantDeviceCode},
 		"code_challenge_methods_supported":      []string{"S256"},
-		"id_token_signing_alg_values_supported": []string{identity.AlgRS256, identity.AlgES256},
+		"id_token_signing_alg_values_supported": []string{identity.AlgRS256, identity.AlgES256, identity.AlgPS256},
 		"subject_types_supported":               []string{"public"},
 		"scopes_supported":                      append(append([]string{}, identity.OIDCScopes...), identity.AllScopes...),
 		"acr_values_supported":                  identity.ACRValues,

@@ -30,6 +30,8 @@ const (
 
 	KeyPlatformJWT   = "platform-jwt"
 	KeyPlatformRS256 = "platform-oidc-rs256"
+	// KeyPlatformPS256 signs the PS256 ID tokens of FAPI 2.0 clients.
+	KeyPlatformPS256 = "platform-oidc-ps256"
 
 	// PrepublishFor is how long a rotation's version of a signing key is
 	// pending: twice the JWKS max-age (300 s), so that every cached JWKS
@@ -56,6 +58,7 @@ var signingKeys = []struct {
 }{
 	{KeyPlatformJWT, identity.AlgES256, KeySpec{Algorithm: AlgorithmEC, Size: 256, Curve: CurveP256}},
 	{KeyPlatformRS256, identity.AlgRS256, KeySpec{Algorithm: AlgorithmRSA, Size: 2048}},
+	{KeyPlatformPS256, identity.AlgPS256, KeySpec{Algorithm: AlgorithmRSA, Size: 2048}},
 }
 
 // isSigningKey reports whether k is one of the platform's signing keys.

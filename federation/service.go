@@ -366,8 +366,10 @@ func (s *Service) apply(ctx context.Context, p *Provider, in ProviderInput, crea
 				p.Scopes = append(p.Scopes, sc)
 			}
 		}
-		if len(p.Scopes) > 30 {
-			return "", invalid("scopes", "scopes may name at most 30 scopes")
+		if len(p.Scopes) == 0 || len(p.Scopes) > 30 {
+			// An empty list would be stored as null and ask the
+			// provider for nothing (not even GitHub's e-mail).
+			return "", invalid("scopes", "scopes must name 1 to 30 scopes")
 		}
 	}
 	if p.Type == TypeOIDC && !slices.Contains(p.Scopes, oidc.ScopeOpenID) {

@@ -802,4 +802,16 @@ var producedElsewhere = map[string]string{
 	// this test's loopback address.
 	"POST /api/v1/client-management/clients 429":  "identity/clients TestRegisterThrottlesFailuresPerAddress",
 	"POST /api/v1/client-management/clients/ 429": "identity/clients TestRegisterThrottlesFailuresPerAddress",
+	// Upstream sign-in's browser answers need an upstream OpenID Provider
+	// (internal/oidctest) and a signed-in browser.
+	"GET /oauth/v1/federation/{tenantCode}/{providerId}/callback 200": "httpapi TestFederationSignIn (the refusal and confirmation pages)",
+	"GET /oauth/v1/federation/{tenantCode}/{providerId}/callback 303": "httpapi TestFederationSignIn (back to the relying party)",
+	"GET /oauth/v1/account/identities 200":                            "httpapi TestFederationLinking",
+	"POST /oauth/v1/account/identities 303":                           "httpapi TestFederationLinking (connect goes to the provider)",
+	"POST /oauth/v1/account/identities 403":                           "httpapi TestFederationLinking (no CSRF token)",
+	"POST /oauth/v1/account/identities 400":                           "httpapi TestFederationLinking (an unknown action)",
+	"POST /oauth/v1/account/identities 404":                           "httpapi TestFederationLinking (disconnecting a provider with no link)",
+	"GET /oauth/v1/federation/{tenantCode}/{providerId}/callback 409": "httpapi TestFederationLinking (connecting an identity linked to someone else)",
+	"DELETE /api/v1/me/identities/{providerId} 409":                   "httpapi TestFederationLinking (a JIT user's only link)",
+	"POST /oauth/v1/account/identities 409":                           "httpapi TestFederationLinking (linked to someone else; the last way to sign in)",
 }

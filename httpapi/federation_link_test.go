@@ -7,7 +7,9 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/golang-jwt/jwt/v5"
 	"github.com/latchkey/latchkey/federation"
 	"github.com/latchkey/latchkey/identity"
 )
@@ -139,6 +141,40 @@ func TestFederationLinking(t *testing.T) {
 	_, status, body = db.postPage("/oauth/v1/account/identities", url.Values{"csrf_token": {csrfOf(t, page)}, "action": {"disconnect"}, "provider": {"corp"}})
 	if status != 409 || !strings.Contains(body, "last way to sign in") {
 		t.Errorf("disconnect the last way to sign in: %d %s", status, body)
+	}
+	// The same refusal through the API: dan's own platform JWT.
+	list := s.api("GET", "/api/v1/admin/tenants/"+e.tenantID+"/users?limit=1000", nil)
+	var danID string
+	for _, u := range list["resources"].([]any) {
+		if m := u.(map[string]any); m["email"] == "dan@acme.example" {
+			danID = m["id"].(string)
+		}
+	}
+	dan, _, err := s.p.Identity.Keys().Sign(t.Context(), identity.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: danID},
+		TenantID: e.tenantID, TenantCode: "ACMEFED001", Roles: []string{identity.RoleUser}}, time.Minute)
+	if err != nil || danID == "" {
+		t.Fatalf("dan's JWT: %q %v", danID, err)
+	}
+	req, _ := http.NewRequest("DELETE", s.srv.URL+"/api/v1/me/identities/corp", nil)
+	req.Header.Set("Authorization", "Bearer "+dan)
+	if resp, err := s.http.Do(req); err != nil || resp.StatusCode != 409 {
+		t.Errorf("DELETE /me/identities/corp, the last way in: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
+	}
+
+	// The account page's form: disconnecting a provider with no link
+	// (404, shown on the page), connecting an unknown one and an
+	// unknown action (the error page, 400).
+	_, _, page = cb.get(s.url + "/oauth/v1/account/identities")
+	if _, status, _ := cb.postPage("/oauth/v1/account/identities", url.Values{"csrf_token": {csrfOf(t, page)}, "action": {"disconnect"}, "provider": {"nope"}}); status != 404 {
+		t.Errorf("disconnect a provider with no link: %d", status)
+	}
+	if _, status, _ := cb.postPage("/oauth/v1/account/identities", url.Values{"csrf_token": {csrfOf(t, page)}, "action": {"connect"}, "provider": {"nope"}}); status != 400 {
+		t.Errorf("connect an unknown provider: %d", status)
+	}
+	if _, status, _ := cb.postPage("/oauth/v1/account/identities", url.Values{"csrf_token": {csrfOf(t, page)}, "action": {"dance"}}); status != 400 {
+		t.Errorf("an unknown action: %d", status)
 	}
 }
 

@@ -12,11 +12,12 @@ import (
 	"github.com/latchkey/latchkey/mfa"
 )
 
-// TestNativeEvents checks the design's native events (API-mfa.md, "Audit,
+// TestNativeEventsAndAudit checks the design's native events (API-mfa.md, "Audit,
 // events, code"), read back through the events API as a consumer sees
 // them: TOTP confirmed 301, a refused second factor 204 with its count, an
-// accepted one 203 (amr otp), a deleted device 303.
-func TestNativeEvents(t *testing.T) {
+// accepted one 203 (amr otp), a deleted device 303; and the audit records
+// of the same steps.
+func TestNativeEventsAndAudit(t *testing.T) {
 	e := newEnv(t)
 	id, secret := e.OAuthClient(e.tenant, "", "event:event:consumer")
 	consumer := e.AccessToken(id, secret)
@@ -64,6 +65,39 @@ func TestNativeEvents(t *testing.T) {
 	want := []ev{{"203", `"otp"`, ""}, {"204", `"otp"`, "1"}, {"301", `"otp"`, ""}, {"303", `"otp"`, ""}}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("native events (-want +got):\n%s", d)
+	}
+
+	recs, err := e.Store.ListAuditRecords(t.Context(), e.tenant.ID, 0, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The audit trail of the same steps: the second step is auth.login
+	// with its factor, method and level; failures say why; no record
+	// holds a code or the secret.
+	type line struct{ Action, Status, Method, Factor, ACR, Error string }
+	var trail []line
+	for _, rec := range recs {
+		if u, _ := rec.Meta["user"].(map[string]any); u["name"] != "alice" || (!strings.HasPrefix(rec.Action, "mfa.") && rec.Action != "auth.login") {
+			continue
+		}
+		str := func(k string) string { v, _ := rec.Meta[k].(string); return v }
+		trail = append(trail, line{rec.Action, rec.Status, str("method"), str("factor"), str("acr"), str("errorMessage")})
+		if b, _ := json.Marshal(rec.Meta); strings.Contains(string(b), totpCode(seed, e.Clock.Now(), 6)) || strings.Contains(string(b), "secret") {
+			t.Errorf("%s holds a code or a secret: %s", rec.Action, b)
+		}
+	}
+	wantTrail := []line{
+		{"auth.login", "success", "password", "", "urn:latchkey:acr:pwd", ""},
+		{"mfa.totp.create", "success", "", "", "", ""},
+		{"mfa.totp.confirm", "failed", "", "", "", "Invalid code."},
+		{"mfa.totp.confirm", "success", "", "", "", ""},
+		{"mfa.challenge", "success", "", "", "", ""},
+		{"auth.login", "failed", "password+otp", "otp", "", "Invalid code."},
+		{"auth.login", "success", "password+otp", "otp", "urn:latchkey:acr:mfa", ""},
+		{"mfa.totp.delete", "success", "", "", "", ""},
+	}
+	if d := cmp.Diff(wantTrail, trail); d != "" {
+		t.Errorf("audit trail (-want +got):\n%s", d)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
+	"github.com/latchkey/latchkey/filter"
 	"github.com/latchkey/latchkey/identity"
 )
 
@@ -15,24 +16,24 @@ var _ identity.UserImporter = (*Store)(nil)
 func (s *Store) ImportUsers(ctx context.Context, creates, updates []identity.User, recs []*audit.Record) error {
 	defer s.lock()()
 	return s.withClaims(ctx, func() error {
-		seen := map[string]bool{}
-		clash := func(u identity.User, except identity.ObjectID) bool {
-			for id, o := range s.users {
-				if id != except && o.TenantID == u.TenantID && (o.Name == u.Name || (u.ExternalID != "" && o.ExternalID == u.ExternalID)) {
-					return true
-				}
+		// One pass over the users makes the index the lines are checked
+		// against: a batch costs O(users + lines), not their product. Names
+		// clash ignoring case, as the SQL stores' name_key does.
+		nameKey := func(u identity.User) string { return u.TenantID + "\x00n" + filter.Fold(u.Name) }
+		extKey := func(u identity.User) string { return u.TenantID + "\x00e" + u.ExternalID }
+		taken := make(map[string]identity.ObjectID, 2*len(s.users))
+		for id, o := range s.users {
+			taken[nameKey(o)] = id
+			if o.ExternalID != "" {
+				taken[extKey(o)] = id
 			}
-			return false
 		}
-		for _, u := range creates {
-			k1, k2 := u.TenantID+"\x00n"+u.Name, u.TenantID+"\x00e"+u.ExternalID
-			if _, ok := s.users[u.ID]; ok || clash(u, identity.ObjectID{}) || seen[k1] || (u.ExternalID != "" && seen[k2]) {
-				return fault.E(fault.Conflict, "user name or externalId exists")
+		clash := func(u identity.User, except identity.ObjectID) bool {
+			if id, ok := taken[nameKey(u)]; ok && id != except {
+				return true
 			}
-			seen[k1] = true
-			if u.ExternalID != "" {
-				seen[k2] = true
-			}
+			id, ok := taken[extKey(u)]
+			return u.ExternalID != "" && ok && id != except
 		}
 		for _, u := range updates {
 			if o, ok := s.users[u.ID]; !ok || o.TenantID != u.TenantID {
@@ -40,6 +41,16 @@ func (s *Store) ImportUsers(ctx context.Context, creates, updates []identity.Use
 			}
 			if clash(u, u.ID) {
 				return fault.E(fault.Conflict, "user name or externalId exists")
+			}
+		}
+		for _, u := range creates {
+			if _, ok := s.users[u.ID]; ok || clash(u, identity.ObjectID{}) {
+				return fault.E(fault.Conflict, "user name or externalId exists")
+			}
+			// A later line of the same batch clashes with this one.
+			taken[nameKey(u)] = u.ID
+			if u.ExternalID != "" {
+				taken[extKey(u)] = u.ID
 			}
 		}
 		for _, u := range creates {

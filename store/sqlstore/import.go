@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/filter"
 	"github.com/latchkey/latchkey/identity"
 )
@@ -16,20 +17,33 @@ var _ identity.UserImporter = (*Store)(nil)
 // transaction (fault.Conflict), so nothing of the batch is written.
 func (s *Store) ImportUsers(ctx context.Context, creates, updates []identity.User, recs []*audit.Record) error {
 	a := newAuditAppend(recs)
+	// A statement that changed no row met a folded name in use, or (an
+	// update) a user deleted since the lines were read: either way the
+	// batch is refused whole, and the caller retries its lines one by one.
+	clashed := func(n int64) error {
+		if n != 1 {
+			return fault.E(fault.Conflict, "user name or externalId exists, or the user is gone")
+		}
+		return nil
+	}
 	return s.c.Pipeline(ctx, func(b *Batch) {
 		for _, u := range creates {
 			// Every column of userCols, and the folded name that keeps
 			// names unique ignoring case (migration 32).
-			b.Exec(nil, `INSERT INTO users (`+userCols+`, name_key) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+			// As CreateUser: a name that folds to one in use is refused
+			// (there is no unique index on name_key, see migration 32).
+			b.Exec(clashed, `INSERT INTO users (`+userCols+`, name_key) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18
+				WHERE NOT EXISTS (SELECT 1 FROM users WHERE tenant_id = $2 AND name_key = $18)`,
 				append(userArgs(u), filter.Fold(u.Name))...)
 		}
 		for _, u := range updates {
 			args := append(userArgs(u)[:14:14], filter.Fold(u.Name))
 			// The SCIM attributes (profile) are not the import's; the
 			// version moves, so SCIM clients see a new ETag.
-			b.Exec(nil, `UPDATE users SET name = $3, password_hash = $4, roles = $5, password_scheme = $7, email = $8, email_verified = $9,
+			b.Exec(clashed, `UPDATE users SET name = $3, password_hash = $4, roles = $5, password_scheme = $7, email = $8, email_verified = $9,
 				display_name = $10, given_name = $11, family_name = $12, external_id = $13, active = $14, name_key = $15, version = version + 1
-				WHERE id = $1 AND tenant_id = $2 AND created_at = $6`, args...)
+				WHERE id = $1 AND tenant_id = $2 AND created_at = $6
+				AND NOT EXISTS (SELECT 1 FROM users o WHERE o.tenant_id = $2 AND o.name_key = $15 AND o.id <> $1)`, args...)
 		}
 		if len(recs) > 0 {
 			a.lock(b)

@@ -20,6 +20,60 @@ func newUser(tenantID, name string) identity.User {
 }
 
 var userTests = []test{
+	{"ImportUsersClashes", func(t *testing.T, ctx context.Context, s Store) {
+		imp, ok := s.(identity.UserImporter)
+		if !ok {
+			t.Skip("the store has no bulk import")
+		}
+		a := mustCreateTenant(t, ctx, s, "AAAAAAAAAA")
+		b := mustCreateTenant(t, ctx, s, "BBBBBBBBBB")
+		bob := newUser(a.ID, "bob")
+		bob.ExternalID = "ext-bob"
+		if err := s.CreateUser(ctx, bob); err != nil {
+			t.Fatal(err)
+		}
+		withExt := func(u identity.User, ext string) identity.User { u.ExternalID = ext; return u }
+		for _, tc := range []struct {
+			name             string
+			creates, updates []identity.User
+		}{
+			{"name differing in case", []identity.User{newUser(a.ID, "BOB")}, nil},
+			{"the same externalId", []identity.User{withExt(newUser(a.ID, "robert"), "ext-bob")}, nil},
+			{"two lines of one batch", []identity.User{newUser(a.ID, "carol"), newUser(a.ID, "Carol")}, nil},
+			{"an update of a user who is not there", []identity.User{newUser(a.ID, "dave")}, []identity.User{newUser(a.ID, "x")}},
+		} {
+			err := imp.ImportUsers(ctx, tc.creates, tc.updates, nil)
+			if tc.updates != nil {
+				// Not found, or (the SQL stores, which cannot tell) a
+				// conflict: the line is retried alone either way.
+				if !fault.Is(fault.NotFound, err) && !fault.Is(fault.Conflict, err) {
+					t.Errorf("%s: err = %v, want not found or conflict", tc.name, err)
+				}
+			} else {
+				wantKind(t, tc.name, err, fault.Conflict)
+			}
+			// All or nothing: no line of a refused batch was written.
+			for _, u := range tc.creates {
+				if _, err := s.GetUser(ctx, a.ID, u.ID); !fault.Is(fault.NotFound, err) {
+					t.Errorf("%s: %s written by a refused batch (%v)", tc.name, u.Name, err)
+				}
+			}
+		}
+		// Renaming bob onto carol's name (carol created first) clashes.
+		carol := newUser(a.ID, "carol")
+		if err := imp.ImportUsers(ctx, []identity.User{carol}, nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		renamed := bob
+		renamed.Name = "CAROL"
+		wantKind(t, "an update onto another's name", imp.ImportUsers(ctx, nil, []identity.User{renamed}, nil), fault.Conflict)
+		// Keeping one's own name and externalId is no clash, and the same
+		// name in another tenant is another user.
+		bob.DisplayName = "Bob"
+		if err := imp.ImportUsers(ctx, []identity.User{newUser(b.ID, "bob")}, []identity.User{bob}, nil); err != nil {
+			t.Errorf("an update keeping its name, a create in another tenant: %v", err)
+		}
+	}},
 	{"UserProfileRoundTrip", func(t *testing.T, ctx context.Context, s Store) {
 		a := mustCreateTenant(t, ctx, s, "AAAAAAAAAA")
 		u := newUser(a.ID, "bob")

@@ -14,6 +14,10 @@ import (
 
 // Iteration bounds of imported PBKDF2 hashes (API-cli.md): 2M for SHA-1
 // and SHA-256, 1M for SHA-512 (whose iteration costs about twice as much).
+// PBKDF2 runs every iteration once per digest-sized block of the key, so
+// the bound is on iterations × blocks: Keycloak's 64-byte SHA-256 keys
+// may have 1M iterations, and a 128-byte SHA-1 key (7 blocks) would
+// otherwise cost 7 times the bound.
 const (
 	maxPBKDF2Iterations       = 2_000_000
 	maxPBKDF2SHA512Iterations = 1_000_000
@@ -118,6 +122,10 @@ func parsePBKDF2(s string) (parsedHash, error) {
 	}
 	if keyLen >= 0 && keyLen != len(p.key) {
 		return nil, unsupported("PBKDF2 l=%d does not match the hash's %d bytes", keyLen, len(p.key))
+	}
+	size := p.h().Size()
+	if blocks := (len(p.key) + size - 1) / size; n*blocks > max {
+		return nil, tooCostly("PBKDF2 %s with %d iterations and a %d-byte key is %d iterations of work (%d blocks), over the bound %d", digest, n, len(p.key), n*blocks, blocks, max)
 	}
 	return p, nil
 }

@@ -11,11 +11,16 @@ import (
 )
 
 // Bounds of imported scrypt hashes (API-cli.md): N 2^17, r 8, p 4, which
-// is 128 MiB (128·N·r bytes) per check.
+// is 128 MiB (128·N·r bytes) per check, and N·r·p at most 2^17·8·2: p
+// runs the mix p times over the same memory, so N 2^17, r 8, p 4 would
+// cost 56x one argon2id at OWASP's parameters (TestCostBoundsRatio), over
+// R17's 40x. Django's default (N 2^17, r 8, p 1), passlib's (2^16, 8, 1)
+// and Firebase's (2^14, 8, 1) are well inside.
 const (
 	maxScryptLogN = 17
 	maxScryptR    = 8
 	maxScryptP    = 4
+	maxScryptWork = 2 << 17 * 8 // N·r·p
 )
 
 type scryptHash struct {
@@ -76,6 +81,9 @@ func parseScrypt(s string) (parsedHash, error) {
 	}
 	if h.logN > maxScryptLogN || h.r > maxScryptR || h.p > maxScryptP {
 		return nil, tooCostly("scrypt ln=%d,r=%d,p=%d is over the bounds ln=%d,r=%d,p=%d", h.logN, h.r, h.p, maxScryptLogN, maxScryptR, maxScryptP)
+	}
+	if work := (1 << h.logN) * h.r * h.p; work > maxScryptWork {
+		return nil, tooCostly("scrypt ln=%d,r=%d,p=%d is N·r·p=%d, over the bound %d (2^17·8·2)", h.logN, h.r, h.p, work, maxScryptWork)
 	}
 	var err error
 	if h.salt, err = b64(parts[2]); err != nil || len(h.salt) < 4 || len(h.salt) > 64 {

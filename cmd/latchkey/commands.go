@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -59,12 +61,9 @@ func (a *app) loginCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var resp identity.TokenResponse
-			if err := c.do(cmd.Context(), "POST", "/api/v1/auth/tokens/", map[string]string{"name": name, "password": password, "auth_domain": domain}, &resp); err != nil {
+			resp, err := a.passwordLogin(cmd.Context(), c, name, password, domain, stdin)
+			if err != nil {
 				return err
-			}
-			if resp.JWT == "" {
-				return codef(exitAuth, "the login needs a second factor, which the command does not do yet: set LATCHKEY_TOKEN instead")
 			}
 			if err := a.writeProfile(profile{URL: c.base, AuthDomain: domain, Name: name, JWT: resp.JWT, RefreshToken: resp.RefreshToken}); err != nil {
 				return err
@@ -75,8 +74,81 @@ func (a *app) loginCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&name, "name", "", "user name")
 	cmd.Flags().StringVar(&domain, "auth-domain", "root", "the tenant's code (auth_domain)")
-	cmd.Flags().BoolVar(&stdin, "password-stdin", false, "read the password from stdin's first line")
+	cmd.Flags().BoolVar(&stdin, "password-stdin", false, "read the password from stdin's first line (and a second factor's code, when asked, from the second)")
 	return cmd
+}
+
+// mfaRefusal is the 403 of a password login that needs more (API-mfa.md).
+type mfaRefusal struct {
+	CodeDesc           string   `json:"codeDesc"`
+	Message            string   `json:"message"`
+	MFAToken           string   `json:"mfa_token"`
+	Factors            []string `json:"factors"`
+	EnrollmentDeadline string   `json:"enrollment_deadline"`
+}
+
+// passwordLogin signs in with a password and, when the account has a
+// second factor, takes the second step with a one-time code or a
+// recovery code: prompted for on the terminal, or stdin's next line with
+// --password-stdin. A passkey as the only factor, or a factor still to
+// enrol, cannot be done here: the login exits 3 saying where to do it.
+func (a *app) passwordLogin(ctx context.Context, c *conn, name, password, domain string, fromStdin bool) (identity.TokenResponse, error) {
+	var tok identity.TokenResponse
+	resp, err := c.send(ctx, "POST", "/api/v1/auth/tokens/", "application/json", map[string]string{"name": name, "password": password, "auth_domain": domain})
+	if err != nil {
+		return tok, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return tok, json.NewDecoder(resp.Body).Decode(&tok)
+	}
+	if resp.StatusCode != http.StatusForbidden {
+		return tok, readAPIError(resp)
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var ref mfaRefusal
+	if json.Unmarshal(b, &ref) != nil || ref.CodeDesc == "" {
+		return tok, readAPIError(&http.Response{StatusCode: resp.StatusCode, Body: io.NopCloser(bytes.NewReader(b))})
+	}
+	switch ref.CodeDesc {
+	case "MFA_REQUIRED":
+	case "MFA_ENROLLMENT_REQUIRED":
+		msg := "the tenant requires a second factor and " + name + " has none yet: enrol one in the hosted sign-in or the guide"
+		if ref.EnrollmentDeadline != "" {
+			msg += " (before " + ref.EnrollmentDeadline + ")"
+		}
+		return tok, codef(exitAuth, "%s, then log in again", msg)
+	default: // MFA_LOCKED, MFA_ENROLLMENT_EXPIRED, or another refusal
+		return tok, codef(exitAuth, "403 %s: %s", ref.CodeDesc, ref.Message)
+	}
+	if !slices.Contains(ref.Factors, "otp") && !slices.Contains(ref.Factors, "recovery_code") {
+		return tok, codef(exitAuth, "%s's second factor is a passkey, which the command cannot use: sign in with it in a browser and set LATCHKEY_TOKEN", name)
+	}
+	prompt := "One-time code (or a recovery code) for " + name + ": "
+	if !slices.Contains(ref.Factors, "otp") {
+		prompt = "Recovery code for " + name + ": "
+	}
+	code, err := a.secret(prompt, "--password-stdin", fromStdin)
+	if err != nil {
+		return tok, err
+	}
+	code = strings.TrimSpace(code)
+	step := map[string]string{"mfa_token": ref.MFAToken}
+	if len(code) == 6 && strings.Trim(code, "0123456789") == "" {
+		step["grant_type"], step["otp"] = "mfa_otp", code
+	} else {
+		step["grant_type"], step["recovery_code"] = "mfa_recovery_code", code
+	}
+	if err := c.do(ctx, "POST", "/api/v1/auth/tokens/", step, &tok); err != nil {
+		return tok, err
+	}
+	if tok.RecoveryCodesLeft != nil {
+		fmt.Fprintf(a.stderr, "%d recovery codes left\n", *tok.RecoveryCodesLeft)
+	}
+	if tok.JWT == "" {
+		return tok, codef(exitAuth, "the login answered no token")
+	}
+	return tok, nil
 }
 
 func (a *app) logoutCommand() *cobra.Command {

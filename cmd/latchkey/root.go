@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 // app is one run of the command: its streams and the global flags.
 type app struct {
 	stdin          io.Reader
+	stdinLines     *bufio.Reader // stdin read line by line (secrets), made on first use
 	stdout, stderr io.Writer
 	getenv         func(string) string
 

@@ -11,20 +11,29 @@ import (
 	"golang.org/x/term"
 )
 
-// readLineFrom reads the first line of r, without its line ending.
-func readLineFrom(r io.Reader) (string, error) {
-	line, err := bufio.NewReader(r).ReadString('\n')
+// readLineFrom reads the next line of r, without its line ending.
+func readLineFrom(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", err
 	}
 	return strings.TrimRight(line, "\r\n"), nil
 }
 
+// stdinLine reads stdin's next line: one reader for the whole run, so
+// that login reads the password and then the second factor's code.
+func (a *app) stdinLine() (string, error) {
+	if a.stdinLines == nil {
+		a.stdinLines = bufio.NewReader(a.stdin)
+	}
+	return readLineFrom(a.stdinLines)
+}
+
 // secret reads a secret from stdin (fromStdin), else prompts for it on the
 // terminal without echo. Without a terminal it asks for the -stdin flag.
 func (a *app) secret(prompt, stdinFlag string, fromStdin bool) (string, error) {
 	if fromStdin {
-		s, err := readLineFrom(a.stdin)
+		s, err := a.stdinLine()
 		if err != nil {
 			return "", err
 		}

@@ -274,7 +274,7 @@ func (s *Service) deviceToken(ctx context.Context, req TokenRequest) (Tokens, er
 		}
 		grantID := newGrantID()
 		meta["grant"] = grantID
-		g := grant{client: c, tenant: t, user: u, grantID: grantID, scope: d.Scope, sid: d.Decision.SID, amr: d.Decision.AMR,
+		g := grant{client: c, tenant: t, user: u, grantID: grantID, scope: d.Scope, sid: d.Decision.SID, amr: d.Decision.AMR, idp: d.Decision.IDP,
 			acr: acrOf(d.Decision.ACR, d.Decision.AMR), authTime: d.Decision.AuthTime, cnf: cnf, tokenType: tokenType}
 		out, err := s.issue(ctx, g, grantID)
 		if err != nil {
@@ -435,7 +435,7 @@ func (s *Service) DeviceDecide(ctx context.Context, in DeviceAnswer) (DeviceStep
 	d.Status = DeviceDenied
 	if in.Allow {
 		d.Status = DeviceApproved
-		d.Decision = DeviceDecision{UserID: sess.UserID, UserName: sess.UserName, SID: sess.SID, AMR: sess.AMR,
+		d.Decision = DeviceDecision{UserID: sess.UserID, UserName: sess.UserName, SID: sess.SID, AMR: sess.AMR, IDP: sess.IDP,
 			ACR: acrOf(sess.ACR, sess.AMR), AuthTime: sess.AuthTime}
 	}
 	if err := s.st.UpdateDeviceAuthorization(ctx, d); fault.Is(fault.Conflict, err) {

@@ -160,6 +160,9 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, params url.Va
 	if err != nil {
 		return s.errorPage(w, r, err)
 	}
+	if out.IDPHint != "" && s.federationHinted(w, r, out.SignIn, out.IDPHint) {
+		return nil
+	}
 	pageHeaders(w)
 	if out.SignIn != "" {
 		http.Redirect(w, r, s.opts.AuthURL+signInPath+"?request="+url.QueryEscape(out.SignIn), http.StatusFound)

@@ -37,7 +37,7 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"subject_types_supported":               []string{"public"},
 		"scopes_supported":                      append(append([]string{}, identity.OIDCScopes...), identity.AllScopes...),
 		"acr_values_supported":                  identity.ACRValues,
-		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "amr", "sid", "at_hash", "azp",
+		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "amr", "idp", "sid", "at_hash", "azp",
 			"preferred_username", "name", "given_name", "family_name", "email", "email_verified"},
 		"prompt_values_supported":                          []string{"none", "login"},
 		"token_endpoint_auth_methods_supported":            auth,

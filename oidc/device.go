@@ -325,13 +325,17 @@ func (s *Service) DeviceEnter(ctx context.Context, in DeviceEntry) (DeviceStep, 
 	now := s.now()
 	keys := []string{"device-browser|" + in.BrowserID, "device-addr|" + hostOf(in.RemoteAddr)}
 	for _, k := range keys {
-		if blocked, wait := s.deviceThrottle.Blocked(k, now); blocked {
+		if wait, err := s.deviceThrottle.Blocked(ctx, k, now); err != nil {
+			return DeviceStep{}, err
+		} else if wait > 0 {
 			return DeviceStep{}, fault.E(fault.TooManyRequests, fmt.Sprintf("Too many wrong codes; try again in %d seconds.", int(wait.Seconds())+1))
 		}
 	}
 	wrong := func() (DeviceStep, error) {
 		for _, k := range keys {
-			s.deviceThrottle.Fail(k, now)
+			if err := s.deviceThrottle.Fail(ctx, k, now); err != nil {
+				return DeviceStep{}, err
+			}
 		}
 		return DeviceStep{}, fault.E(fault.Invalid, fault.Field("user_code"), MsgDeviceInvalid)
 	}

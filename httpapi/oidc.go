@@ -63,7 +63,7 @@ func setOIDCCookie(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 func (s *Server) registerOIDC() {
-	page := routeOpts{style: stylePlatform, limit: 64 << 10}
+	page := routeOpts{style: stylePlatform, limit: 64 << 10, page: true}
 	s.handle("GET", "/.well-known/openid-configuration", routeOpts{}, s.oidcDiscovery)
 	s.handle("GET", s.opts.AuthURL+authorizePath, page, s.oidcAuthorize)
 	s.handle("POST", s.opts.AuthURL+authorizePath, page, s.oidcAuthorizePost)

@@ -343,6 +343,7 @@ type routeOpts struct {
 	name  string // Route.Auth
 	limit int64  // body limit; 0 means Options.MaxBodyBytes
 	idem  bool   // a creating POST: honours Idempotency-Key
+	page  bool   // a browser route: its errors are pages (errorPage)
 }
 
 // creating returns o for a creating POST, which honours Idempotency-Key
@@ -368,7 +369,21 @@ func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
 	}
 	s.routes = append(s.routes, route)
 	s.styles[path] = o.style
+	tooLarge := fault.E(fault.TooLarge, fmt.Sprintf("the request body is over this route's limit of %d bytes", limit))
 	s.mux.HandleFunc(method+" "+path, s.instrumented(method, route.Pattern, func(w http.ResponseWriter, r *http.Request) {
+		// A declared body over the limit is refused at once, before any
+		// of it is read: net/http sends "100 Continue" only when the
+		// handler first reads, so a client that asked for it never sends
+		// the body, and one that did not gets the 413 instead of a
+		// connection closed under its upload.
+		if r.ContentLength > limit {
+			if o.page {
+				s.errorPage(w, r, tooLarge)
+			} else {
+				s.writeError(w, r, o.style, tooLarge)
+			}
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if o.auth != nil {
 			p, err := o.auth(r)

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"embed"
 	"html/template"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -83,7 +84,9 @@ func (s *Server) oidcEndpoints() oidc.Endpoints {
 }
 
 func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request) error {
-	writeJSONCacheable(w, s.p.OIDC.Discovery(s.oidcEndpoints()))
+	md := s.p.OIDC.Discovery(s.oidcEndpoints())
+	maps.Copy(md, s.oauthMetadata())
+	writeJSONCacheable(w, md)
 	return nil
 }
 

@@ -44,8 +44,9 @@ type Options struct {
 	PublicURL string
 	// MTLSURL is the external origin of the listener where clients present
 	// certificates (the example server's HTTPS listener): the metadata's
-	// mtls_endpoint_aliases (RFC 8705 §5) name the token, introspection and
-	// revocation endpoints there. Empty: no aliases are published.
+	// mtls_endpoint_aliases (RFC 8705 §5) of both discovery documents name
+	// the token, introspection, revocation, PAR and device authorization
+	// endpoints there. Empty: no aliases are published.
 	MTLSURL string
 	// MaxBodyBytes bounds JSON request bodies; default 1 MiB.
 	MaxBodyBytes int64

@@ -52,7 +52,7 @@ func fedCookie(r *http.Request) []byte {
 }
 
 func (s *Server) registerFederation() {
-	page := routeOpts{style: stylePlatform, limit: 64 << 10}
+	page := routeOpts{style: stylePlatform, limit: 64 << 10, page: true}
 	s.handle("GET", s.opts.AuthURL+federationPath+"/{tenantCode}/{providerId}/callback", page, s.federationCallback)
 	admin := s.platformJWT()
 	base := s.opts.BaseURL + "/admin/tenants/{tenantId}/identity-providers"

@@ -165,7 +165,7 @@ func (s *Store) QueryUsers(ctx context.Context, q identity.UserQuery) ([]identit
 	page := append(args[:n:n], q.Limit, q.Offset)
 	count := `SELECT count(*) FROM users WHERE ` + where
 	if q.Filter == nil && s.d.Filter == filter.SQLite {
-		// The tenant's count, kept by triggers (SQLite migration 43):
+		// The tenant's count, kept by triggers (SQLite migration 44):
 		// counting would walk every index entry of the tenant per page.
 		count = `SELECT coalesce((SELECT n FROM tenant_user_counts WHERE tenant_id = $1), 0)`
 	}

@@ -479,6 +479,9 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 		Keys: keys, Sealer: sealer, Upstreams: upstreams{p.Federation},
 		CSRFKey: sealer.SubKey("oidc-csrf"), Audit: p.recorder, Clock: cfg.Clock, Logger: cfg.Logger,
 		SessionTTL: cfg.OIDCSessionTTL, IDTokenTTL: cfg.OIDCIDTokenTTL, RefreshTTL: cfg.OIDCRefreshTTL, RequirePAR: cfg.RequirePAR,
+		// The user-code page's wrong codes are counted in the store, as
+		// the login throttle's, so that they hold across every process.
+		Throttles: cfg.Store,
 	})
 	p.SCIM = scim.NewService(scim.Config{
 		Store: cfg.Store, Accounts: p.Identity, Audit: p.recorder, Events: nativeEvents{p.Events}, Clock: cfg.Clock, Logger: cfg.Logger,

@@ -534,12 +534,13 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	wg.Go(func() { e.keepLease(workCtx, cancel, job) })
+	var written atomic.Int64
+	wg.Go(func() { e.keepLease(workCtx, cancel, job, &written) })
 
 	e.log.InfoContext(ctx, "audit: export started", "job", job.ID, "tenant", job.TenantID, "attempt", job.Attempts, "trace", trace)
 	started := time.Now() // wall time for the log, not a business time
 	e.running.Add(1)
-	res, err := e.writeArchive(workCtx, job)
+	res, err := e.writeArchive(workCtx, job, &written)
 	e.running.Add(-1)
 	cancel()
 	wg.Wait()
@@ -615,10 +616,12 @@ func (e *Exporter) fail(ctx context.Context, job ExportJob, reason string, meta 
 }
 
 // keepLease renews the job's lease every third of LeaseFor until ctx ends,
-// and cancels the work when the lease is lost.
-func (e *Exporter) keepLease(ctx context.Context, cancel context.CancelFunc, job ExportJob) {
+// with the records written so far (the job's recordsWritten, which the
+// command's progress bar shows), and cancels the work when the lease is
+// lost.
+func (e *Exporter) keepLease(ctx context.Context, cancel context.CancelFunc, job ExportJob, written *atomic.Int64) {
 	for clock.Sleep(e.cfg.Clock, e.cfg.LeaseFor/3, ctx.Done()) {
-		err := e.cfg.Store.RenewExportLease(ctx, job.TenantID, job.ID, e.cfg.Owner, e.now(), e.cfg.LeaseFor)
+		err := e.cfg.Store.RenewExportLease(ctx, job.TenantID, job.ID, e.cfg.Owner, e.now(), e.cfg.LeaseFor, written.Load())
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("audit: export lease lost", "job", job.ID, "err", err)
 			cancel()
@@ -632,7 +635,7 @@ func (e *Exporter) keepLease(ctx context.Context, cancel context.CancelFunc, job
 // directory, each through a temporary file renamed at the end (the
 // integrity file first, so an archive in place always has its integrity
 // file beside it).
-func (e *Exporter) writeArchive(ctx context.Context, job ExportJob) (ExportResult, error) {
+func (e *Exporter) writeArchive(ctx context.Context, job ExportJob, written *atomic.Int64) (ExportResult, error) {
 	signer, err := e.cfg.Signer()
 	if err != nil {
 		return ExportResult{}, err
@@ -650,7 +653,7 @@ func (e *Exporter) writeArchive(ctx context.Context, job ExportJob) (ExportResul
 	}
 	defer integrity.discard()
 	meta := ArchiveMeta{JobID: job.ID, TenantID: job.TenantID, Request: job.Request, CreatedAt: e.now()}
-	sum, err := WriteArchive(archive.w, integrity.w, meta, e.withProgress(job.ID, e.cfg.Store.ScanAuditRecords(ctx, job.TenantID, job.Request)), signer)
+	sum, err := WriteArchive(archive.w, integrity.w, meta, e.withProgress(job.ID, written, e.cfg.Store.ScanAuditRecords(ctx, job.TenantID, job.Request)), signer)
 	if err != nil {
 		return ExportResult{}, err
 	}
@@ -741,13 +744,17 @@ func (e *Exporter) CleanupExpired(ctx context.Context) (int, error) {
 	}
 }
 
-// withProgress logs every ProgressEvery records that recs yields, so an
-// operator can follow a long export.
-func (e *Exporter) withProgress(jobID string, recs iter.Seq2[Record, error]) iter.Seq2[Record, error] {
+// withProgress counts the records that recs yields into written (nil:
+// not counted) and logs every ProgressEvery of them, so an operator can
+// follow a long export.
+func (e *Exporter) withProgress(jobID string, written *atomic.Int64, recs iter.Seq2[Record, error]) iter.Seq2[Record, error] {
 	return func(yield func(Record, error) bool) {
 		n := 0
 		for r, err := range recs {
 			if err == nil {
+				if written != nil {
+					written.Add(1)
+				}
 				if n++; n%e.cfg.ProgressEvery == 0 {
 					e.log.Info("audit: export progress", "job", jobID, "records", n)
 				}

@@ -18,7 +18,7 @@ func TestExportLogsProgress(t *testing.T) {
 		}
 	}
 	n := 0
-	for range e.withProgress("job-1", recs) {
+	for range e.withProgress("job-1", nil, recs) {
 		n++
 	}
 	if n != 5 {

@@ -49,6 +49,11 @@ type ExportJob struct {
 	// ArchiveExpiresAt is when the archive may be deleted; set at completion.
 	ArchiveExpiresAt time.Time
 
+	// RecordsWritten is how many records the current attempt has written
+	// so far, as of its last lease renewal (a third of the lease, 1 s by
+	// default); the archive's count once SUCCEEDED.
+	RecordsWritten int64
+
 	Attempts   int       // claims so far, including the current one
 	LeaseOwner string    // worker holding the job; "" when unclaimed
 	LeaseUntil time.Time // the lease lapses at this time and another worker may take over
@@ -97,7 +102,7 @@ type ExportStore interface {
 	// now+leaseFor. Returns fault.Conflict if the job is not ACTIVE, is held
 	// by another owner, or the lease lapsed (LeaseUntil <= now); fault.NotFound
 	// if there is no such job.
-	RenewExportLease(ctx context.Context, tenantID, id, owner string, now time.Time, leaseFor time.Duration) error
+	RenewExportLease(ctx context.Context, tenantID, id, owner string, now time.Time, leaseFor time.Duration, recordsWritten int64) error
 
 	// CompleteExportJob moves a job owner holds to SUCCEEDED with EndedAt =
 	// now and the result's archive fields, and clears the lease. Returns

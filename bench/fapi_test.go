@@ -4,6 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,4 +137,98 @@ func pushed(b *testing.B, f *codeFlowEnv, clientID string, params map[string][]s
 		b.Fatal(err)
 	}
 	return map[string][]string{"client_id": {clientID}, "request_uri": {p.RequestURI}}
+}
+
+// p21Rounds is how many interleaved rounds BenchmarkP21TokenExchange
+// runs: on a machine shared with other builds, rounds of the two sides
+// taken one after the other see the same load.
+const p21Rounds = 3
+
+// P21's second half (TARGETS.md, API-fapi.md): the token exchange (RFC
+// 8693) at most 1.5x P1, both over loopback HTTP from 64 clients, each
+// round's two sides one after the other on platforms of their own:
+//
+//   - p1=client-credentials: P1 itself (a secret, an ES256 access token,
+//     an audit record);
+//   - token-exchange: a confidential client (a secret) exchanges a user's
+//     access token issued to another client for the issuer's audience
+//     (it is among its token_exchange_subject_audiences) for its billing
+//     API and one scope: the subject's signature, claims and revocation
+//     checked, act built, an ES256 access token, the token_exchange_links
+//     row that makes revocation cascade, an audit record.
+//
+// The subject tokens are made before the timer (another client's work),
+// one per request, so that no cache of verified tokens answers for them.
+func BenchmarkP21TokenExchange(b *testing.B) {
+	for round := 1; round <= p21Rounds; round++ {
+		b.Run(fmt.Sprintf("round=%d/p1=client-credentials", round), func(b *testing.B) { benchTokenEndpoint(b, newEnv(b, identity.OWASPMinimum())) })
+		b.Run(fmt.Sprintf("round=%d/token-exchange", round), benchTokenExchange)
+	}
+	// floor: the subject token's ES256 signature check alone, with the
+	// standard library at the same parallelism: work any token exchange
+	// does on top of P1's, so (p1 + floor) / p1 in cpu-ns/op bounds the
+	// CPU ratio from below.
+	b.Run("floor=es256-verify", func(b *testing.B) {
+		key := latchkeytest.NewDPoPKey(b, "ES256")
+		verify := proofSignatureVerifier(b, key)
+		jwts := make([]string, b.N)
+		for i := range jwts {
+			jwts[i] = key.Proof("POST", "https://issuer.example/oauth/v1/token", "", time.Now())
+		}
+		var next atomic.Int64
+		b.SetParallelism(32)
+		b.ResetTimer()
+		defer startCPU().report(b)
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if !verify(jwts[next.Add(1)-1]) {
+					b.Error("signature refused")
+				}
+			}
+		})
+	})
+}
+
+func benchTokenExchange(b *testing.B) {
+	ctx := context.Background()
+	e := newEnv(b, identity.OWASPMinimum())
+	const billing = "https://billing.example"
+	scopes := []string{identity.ScopeEventConsumer, identity.ScopeEventProducer}
+	web, _, err := e.p.Identity.RegisterOAuthClient(ctx, e.admin, e.root.ID, identity.NewOAuthClient{Name: "web", Scopes: append([]string{"openid"}, scopes...),
+		GrantTypes: []string{"authorization_code"}, RedirectURIs: []string{benchRedirect}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	iss := e.p.Identity.Keys().Issuer()
+	svc, secret, err := e.p.Identity.RegisterOAuthClient(ctx, e.admin, e.root.ID, identity.NewOAuthClient{Name: "gateway", Scopes: scopes,
+		GrantTypes: []string{identity.GrantTokenExchange}, Resources: []string{billing},
+		ClientMetadata: identity.ClientMetadata{AuthMethod: identity.AuthClientSecretPost, TokenExchangeSubjectAudiences: []string{iss}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	user, err := e.p.Identity.Store().GetUserByName(ctx, e.root.ID, identity.AdminName)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bodies := make([]string, b.N)
+	for i := range bodies {
+		tok, _, err := e.p.Identity.IssueUserAccess(ctx, identity.UserAccess{Client: web, Tenant: e.root, User: user, Scope: strings.Join(scopes, " "), JTI: rand.Text()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bodies[i] = url.Values{"grant_type": {identity.GrantTokenExchange}, "client_id": {svc.ID}, "client_secret": {secret},
+			"subject_token": {tok}, "subject_token_type": {identity.TokenTypeAccessToken}, "resource": {billing}, "scope": {identity.ScopeEventConsumer}}.Encode()
+	}
+	tokenURL := e.srv.URL + "/oauth/v1/token"
+	var next atomic.Int64
+	b.SetParallelism(32)
+	b.ResetTimer()
+	cpu := startCPU()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := e.client.Post(tokenURL, "application/x-www-form-urlencoded", strings.NewReader(bodies[next.Add(1)-1]))
+			drain(b, resp, err)
+		}
+	})
+	cpu.report(b)
 }

@@ -59,6 +59,10 @@ type exportJSON struct {
 	// and signed digest), beside the spec's location; null with it.
 	DigestLocation *string `json:"digestLocation"`
 	Error          string  `json:"error,omitempty"`
+	// RecordsWritten is the job's progress (API-cli.md): records written
+	// so far while ACTIVE (as of the last lease renewal), the archive's
+	// count once SUCCEEDED.
+	RecordsWritten int64 `json:"recordsWritten"`
 }
 
 func (s *Server) startExport(w http.ResponseWriter, r *http.Request) error {
@@ -92,7 +96,8 @@ func (s *Server) getExport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := exportJSON{JobID: st.Job.ID, State: st.Job.State, StartedAt: st.Job.StartedAt, EndedAt: st.Job.EndedAt, Error: st.Job.Error}
+	out := exportJSON{JobID: st.Job.ID, State: st.Job.State, StartedAt: st.Job.StartedAt, EndedAt: st.Job.EndedAt, Error: st.Job.Error,
+		RecordsWritten: st.Job.RecordsWritten}
 	if st.Location != "" {
 		loc, digest := s.opts.PublicURL+st.Location, s.opts.PublicURL+st.DigestLocation
 		out.Location, out.DigestLocation = &loc, &digest

@@ -113,6 +113,10 @@ func (e *exportEnv) download(t *testing.T, jobID string) (string, downloads) {
 			rel = u
 		}
 	}
+	// recordsWritten (API-cli.md) is the archive's count once SUCCEEDED.
+	if got, want := job["recordsWritten"], float64(len(readLogs(t, dl.archive))); got != want {
+		t.Errorf("recordsWritten = %v, want the archive's %v records", got, want)
+	}
 	return rel, dl
 }
 

@@ -27,7 +27,7 @@ const maxDeviceBody = 16 << 10
 
 func (s *Server) registerDevice() {
 	s.handle("POST", s.opts.AuthURL+deviceAuthorizationPath, routeOpts{style: styleOAuth, limit: 64 << 10, name: "oauth-client"}, s.deviceAuthorization)
-	page := routeOpts{style: stylePlatform, limit: 64 << 10}
+	page := routeOpts{style: stylePlatform, limit: 64 << 10, page: true}
 	s.handle("GET", s.opts.AuthURL+devicePath, page, s.devicePage)
 	s.handle("POST", s.opts.AuthURL+devicePath, page, s.devicePost)
 }

@@ -3,8 +3,10 @@ package httpapi_test
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"math/big"
 	"net/http"
 	"net/url"
 	"strings"
@@ -441,5 +443,68 @@ func TestBoundTokenFlags(t *testing.T) {
 	}
 	if r := e.Do("GET", "/events/v1/events", nil, "Authorization: Bearer "+tok); r.Status != 401 {
 		t.Errorf("protected call without the certificate: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestClientAuthRefusalReasonsAudited: the refusals API-fapi.md lists
+// that other tests do not reach are invalid_client too, each with its
+// reason in error_description and in the oauth.client-auth record: a
+// method other than the registered one (both ways), a certificate that
+// does not chain to a trusted client CA, and one out of its validity.
+func TestClientAuthRefusalReasonsAudited(t *testing.T) {
+	e := latchkeytest.New(t)
+	tn := e.NewTenant("Acme")
+	key := newAssertionKey(t, "k1")
+	signer := registerClient(t, e, tn, map[string]any{"name": "signer", "scopes": []string{identity.ScopeEventConsumer},
+		"token_endpoint_auth_method": "private_key_jwt", "jwks": key.jwks()})
+	secret := registerClient(t, e, tn, map[string]any{"name": "secret", "scopes": []string{identity.ScopeEventConsumer},
+		"token_endpoint_auth_method": "client_secret_post"})
+	e.ClientProfile(tn, map[string]any{"name": "robots"})
+	robot := e.RegisterClient("robot", e.RegistrationToken(tn, "robots", 1, 3600))
+	leaf := mustParseCert(t, robot.TLSCertificate.Certificate[0])
+	mtls := registerClient(t, e, tn, map[string]any{"name": "mtls", "scopes": []string{identity.ScopeEventConsumer},
+		"token_endpoint_auth_method": "tls_client_auth", "tls_client_auth_subject_dn": subjectDN(leaf)})
+	// A certificate of the same subject that no trusted CA issued.
+	selfKey := latchkeytest.MustECKey(t)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: leaf.Subject, NotBefore: e.Clock.Now().Add(-time.Hour), NotAfter: e.Clock.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &selfKey.PublicKey, selfKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := e.TLSServer(httpapi.Defaults())
+	iss := "https://latchkey.test"
+	cc := "grant_type=client_credentials&client_id="
+	for _, tt := range []struct {
+		name   string
+		client map[string]any
+		c      *http.Client
+		form   string
+		reason string
+		later  time.Duration
+	}{
+		{"a secret from a private_key_jwt client", signer, nil, cc + signer["client_id"].(string) + "&client_secret=s3cret", "authenticates with private_key_jwt", 0},
+		{"an assertion from a secret client", secret, nil, assertionForm("client_credentials", key.assertion(nil, assertionClaims(secret["client_id"].(string), iss, e.Clock.Now()))) +
+			"&client_id=" + secret["client_id"].(string), "authenticates with client_secret_post", 0},
+		{"an untrusted certificate", mtls, latchkeytest.HTTPSClient(srv, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: selfKey}), cc + mtls["client_id"].(string),
+			"does not chain to a trusted client CA", 0},
+		{"an expired certificate", mtls, latchkeytest.HTTPSClient(srv, robot.TLSCertificate), cc + mtls["client_id"].(string), "expired", leaf.NotAfter.Sub(e.Clock.Now()) + 24*time.Hour},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e.Clock.Advance(tt.later)
+			var r latchkeytest.Response
+			if tt.c != nil {
+				r = e.DoWith(tt.c, srv.URL, "POST", "/oauth/v1/token", tt.form, formCT)
+			} else {
+				r = e.Do("POST", "/oauth/v1/token", tt.form, formCT)
+			}
+			if r.Status != 400 || r.JSON()["error"] != "invalid_client" || !strings.Contains(r.JSON()["error_description"].(string), tt.reason) {
+				t.Fatalf("%d %s, want 400 invalid_client naming %q", r.Status, r.Body, tt.reason)
+			}
+			rec := lastAuditWhere(t, e, tn.ID, identity.ActionClientAuth)
+			if rec.Status != audit.StatusFailed || rec.Meta["client_id"] != tt.client["client_id"] || !strings.Contains(rec.Meta["reason"].(string), tt.reason) {
+				t.Errorf("audit %+v, want the refusal with its reason", rec)
+			}
+		})
 	}
 }

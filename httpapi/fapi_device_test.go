@@ -5,13 +5,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/httpapi"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
 	"github.com/latchkey/latchkey/oidc"
@@ -330,4 +333,33 @@ func TestDeviceAuthorizationGrant(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestDeviceCodeThrottleAcrossProcesses: the user-code page's wrong
+// codes are counted in the store, as the login throttle's: two platforms
+// on one store (two processes behind a load balancer) count one
+// browser's failures together, so 3 wrong codes on one and 2 on the
+// other make the next attempt 429 on both.
+func TestDeviceCodeThrottleAcrossProcesses(t *testing.T) {
+	var cfg latchkey.Config
+	e := latchkeytest.New(t, func(c *latchkey.Config) { cfg = *c })
+	other, err := latchkey.New(t.Context(), cfg) // the same store, master key and clock
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { other.Close() })
+	srv := httptest.NewServer(httpapi.New(other, httpapi.Defaults()))
+	t.Cleanup(srv.Close)
+	a := newPageBrowser(t, e)
+	b := &pageBrowser{t: t, base: srv.URL, c: a.c} // the same browser (cookies are per host, not port)
+	for i, pb := range []*pageBrowser{a, a, a, b, b} {
+		if r := pb.enterCode("BCDF-GHJK"); r.status != 200 || submatch(deviceError, r.body) != oidc.MsgDeviceInvalid {
+			t.Fatalf("wrong code %d: %d %s", i+1, r.status, r.body)
+		}
+	}
+	for name, pb := range map[string]*pageBrowser{"the first": a, "the second": b} {
+		if r := pb.enterCode("BCDF-GHJK"); r.status != 429 || r.header.Get("Retry-After") == "" {
+			t.Errorf("the 6th code on %s platform: %d %s, want 429 (the throttle is stored)", name, r.status, r.body)
+		}
+	}
 }

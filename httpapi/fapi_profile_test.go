@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/latchkey/latchkey/httpapi"
 	"github.com/latchkey/latchkey/latchkeytest"
@@ -34,6 +35,9 @@ func TestFAPI2Registration(t *testing.T) {
 		{"PAR off", "require_pushed_authorization_requests", false},
 		{"RS256 assertions", "token_endpoint_auth_signing_alg", "RS256"},
 		{"RS256 ID tokens", "id_token_signed_response_alg", "RS256"},
+		{"RS256 request objects", "request_object_signing_alg", "RS256"},
+		{"the device grant", "grant_types", []string{"authorization_code", "urn:ietf:params:oauth:grant-type:device_code"}},
+		{"token exchange", "grant_types", []string{"authorization_code", "urn:ietf:params:oauth:grant-type:token-exchange"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			b := good()
@@ -152,6 +156,50 @@ func TestFAPI2ClientWithDPoP(t *testing.T) {
 		if r := post("/oauth/v1/token", rs, true); r.Status != 400 || !strings.Contains(r.JSON()["error_description"].(string), "algorithm") {
 			t.Errorf("RS256 assertion: %d %s", r.Status, r.Body)
 		}
+		// A request object signed RS256 (FAPI 2.0: PS256, ES256, Ed25519).
+		ro := auth(iss)
+		ro.Set("request", key.assertion(map[string]any{"alg": "RS256", "typ": "oauth-authz-req+jwt"}, map[string]any{"iss": id, "client_id": id, "aud": iss,
+			"response_type": "code", "redirect_uri": "https://bank.example/cb", "scope": "openid", "code_challenge": challenge, "code_challenge_method": "S256",
+			"nbf": e.Clock.Now().Unix(), "exp": e.Clock.Now().Add(time.Minute).Unix()}))
+		ro.Set("client_id", id)
+		if r := post("/oauth/v1/par", ro, true); r.Status != 400 || r.JSON()["error"] != "invalid_request_object" ||
+			!strings.Contains(r.JSON()["error_description"].(string), `"RS256" is not accepted`) {
+			t.Errorf("RS256 request object: %d %s", r.Status, r.Body)
+		}
+		// A code exchange without the DPoP proof: refused, and the code
+		// (bound to the key at PAR) spent all the same (RFC 9449 §10.1).
+		p := auth(iss)
+		for k, v := range map[string]string{"response_type": "code", "redirect_uri": "https://bank.example/cb", "scope": "openid",
+			"code_challenge": challenge, "code_challenge_method": "S256"} {
+			p.Set(k, v)
+		}
+		pushed := post("/oauth/v1/par", p, true)
+		if pushed.Status != 201 {
+			t.Fatalf("PAR: %d %s", pushed.Status, pushed.Body)
+		}
+		out, err := e.Platform.OIDC.Authorize(t.Context(), url.Values{"client_id": {id}, "request_uri": {pushed.JSON()["request_uri"].(string)}}, res.SessionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, _ := url.Parse(out.Redirect)
+		tok := auth(iss)
+		for k, v := range map[string]string{"grant_type": "authorization_code", "code": u.Query().Get("code"), "redirect_uri": "https://bank.example/cb", "code_verifier": verifier} {
+			tok.Set(k, v)
+		}
+		if r := post("/oauth/v1/token", tok, false); r.Status != 400 || r.JSON()["error"] != "invalid_request" {
+			t.Errorf("code exchange without a DPoP proof: %d %s", r.Status, r.Body)
+		}
+		tok.Set("client_assertion", auth(iss).Get("client_assertion"))
+		if r := post("/oauth/v1/token", tok, true); r.Status != 400 || r.JSON()["error"] != "invalid_grant" {
+			t.Errorf("the code after an exchange without the proof: %d %s, want it spent", r.Status, r.Body)
+		}
+		// PKCE is required.
+		p.Set("client_assertion", auth(iss).Get("client_assertion"))
+		p.Del("code_challenge")
+		p.Del("code_challenge_method")
+		if r := post("/oauth/v1/par", p, true); r.Status != 400 || r.JSON()["error"] != "invalid_request" {
+			t.Errorf("no PKCE: %d %s", r.Status, r.Body)
+		}
 	})
 }
 
@@ -162,7 +210,8 @@ func TestFAPI2ClientWithMTLS(t *testing.T) {
 	e := latchkeytest.New(t)
 	tn := e.NewTenant("Acme")
 	e.ClientProfile(tn, map[string]any{"name": "robots"})
-	robot := e.RegisterClient("bank-robot", e.RegistrationToken(tn, "robots", 1, 3600))
+	regToken := e.RegistrationToken(tn, "robots", 2, 3600)
+	robot := e.RegisterClient("bank-robot", regToken)
 	leaf := mustParseCert(t, robot.TLSCertificate.Certificate[0])
 	srv := e.TLSServer(httpapi.Defaults())
 	withCert := latchkeytest.HTTPSClient(srv, robot.TLSCertificate)
@@ -209,6 +258,15 @@ func TestFAPI2ClientWithMTLS(t *testing.T) {
 		}
 	}
 	rf := url.Values{"client_id": {id}, "grant_type": {"refresh_token"}, "refresh_token": {r.JSON()["refresh_token"].(string)}}
+	// Rules broken once: no certificate, or another client's (a
+	// certificate of the same CA, another subject), is invalid_client
+	// and spends nothing.
+	other := e.RegisterClient("other-robot", regToken)
+	for name, c := range map[string]*http.Client{"without a certificate": latchkeytest.HTTPSClient(srv), "with another subject's": latchkeytest.HTTPSClient(srv, other.TLSCertificate)} {
+		if r := e.DoWith(c, srv.URL, "POST", "/oauth/v1/token", rf.Encode(), formCT); r.Status != 400 || r.JSON()["error"] != "invalid_client" {
+			t.Errorf("refresh %s: %d %s, want invalid_client", name, r.Status, r.Body)
+		}
+	}
 	if r := e.DoWith(withCert, srv.URL, "POST", "/oauth/v1/token", rf.Encode(), formCT); r.Status != 200 {
 		t.Errorf("refresh: %d %s", r.Status, r.Body)
 	}

@@ -52,7 +52,7 @@ func fedCookie(r *http.Request) []byte {
 }
 
 func (s *Server) registerFederation() {
-	page := routeOpts{style: stylePlatform, limit: 64 << 10}
+	page := routeOpts{style: stylePlatform, limit: 64 << 10, page: true}
 	s.handle("GET", s.opts.AuthURL+federationPath+"/{tenantCode}/{providerId}/callback", page, s.federationCallback)
 	admin := s.platformJWT()
 	base := s.opts.BaseURL + "/admin/tenants/{tenantId}/identity-providers"
@@ -171,6 +171,30 @@ func (s *Server) federationStart(w http.ResponseWriter, r *http.Request, form ur
 	pageHeaders(w)
 	http.Redirect(w, r, to, http.StatusSeeOther)
 	return nil
+}
+
+// federationHinted starts the upstream flow an authorization request named
+// with idp_hint, skipping the sign-in page; it reports false (the page is
+// shown) when the hint names no enabled provider the client may use.
+func (s *Server) federationHinted(w http.ResponseWriter, r *http.Request, request, pid string) bool {
+	ctx := r.Context()
+	tenantID, allowed, err := s.p.OIDC.UpstreamHinted(ctx, request)
+	if err != nil {
+		return false
+	}
+	t, err := s.p.Identity.Tenant(ctx, tenantID)
+	if err != nil {
+		return false
+	}
+	to, sealed, err := s.p.Federation.Start(ctx, federation.StartRequest{TenantID: tenantID, ProviderID: pid, Intent: federation.IntentSignIn,
+		Request: request, Allowed: allowed, RedirectURL: s.federationRedirectURI(t.Code, pid)})
+	if err != nil {
+		return false
+	}
+	setFedCookie(w, r, sealed)
+	pageHeaders(w)
+	http.Redirect(w, r, to, http.StatusFound)
+	return true
 }
 
 // federationCallback is a provider's callback: the upstream's answer

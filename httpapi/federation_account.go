@@ -12,7 +12,7 @@ import (
 const accountIdentitiesPath = "/oauth/v1/account/identities"
 
 func (s *Server) registerFederationLinks() {
-	page := routeOpts{style: stylePlatform, limit: 64 << 10}
+	page := routeOpts{style: stylePlatform, limit: 64 << 10, page: true}
 	s.handle("GET", s.opts.AuthURL+accountIdentitiesPath, page, s.accountIdentities)
 	s.handle("POST", s.opts.AuthURL+accountIdentitiesPath, page, s.accountIdentitiesPost)
 	user := s.platformJWT()

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/oauth2"
+
 	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/federation"
 	"github.com/latchkey/latchkey/internal/oidctest"
@@ -271,4 +273,63 @@ func anyStrings(v any) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// TestFederationIDPHintAndClaim: idp_hint=<id> at the authorization
+// endpoint skips the sign-in page (an unknown or not allowed one shows
+// it, a malformed one is invalid_request), and the tokens of a federated
+// sign-in, refreshed ones too, carry the provider's id as idp.
+func TestFederationIDPHintAndClaim(t *testing.T) {
+	e := newFedEnv(t, nil)
+	s := e.s
+	e.idp.SignInClaims("u-alice", map[string]any{"email": "alice@acme.example", "email_verified": true})
+
+	b := newBrowser(t, s)
+	last, status, body := b.get(e.rp.srv.URL + "/login?idp_hint=corp")
+	if status != 200 || !strings.Contains(body, "signed in as "+e.aliceID) {
+		t.Fatalf("idp_hint=corp: %s %d %s", last, status, body)
+	}
+	res := e.rp.result()
+	if res.err != nil || res.claims["idp"] != "corp" || !slices.Equal(anyStrings(res.claims["amr"]), []string{"fed"}) {
+		t.Fatalf("federated ID token: %v %v", res.err, res.claims)
+	}
+	// The refreshed ID token keeps it.
+	tok, err := e.rp.conf.TokenSource(e.rp.ctx, &oauth2.Token{RefreshToken: res.token.RefreshToken}).Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	idt, err := e.rp.verifier.Verify(e.rp.ctx, raw)
+	var claims map[string]any
+	if err == nil {
+		err = idt.Claims(&claims)
+	}
+	if err != nil || claims["idp"] != "corp" {
+		t.Errorf("refreshed ID token: %v %v", err, claims)
+	}
+
+	// A password sign-in has no idp.
+	b2 := newBrowser(t, s)
+	pageURL, _, page := b2.get(e.rp.srv.URL + "/login")
+	if _, status, body := b2.signIn(pageURL, page, "alice", "user-password-1"); status != 200 {
+		t.Fatalf("password sign-in: %d %s", status, body)
+	}
+	if res := e.rp.result(); res.err != nil || res.claims["idp"] != nil {
+		t.Errorf("password sign-in: %v idp %v", res.err, res.claims["idp"])
+	}
+
+	// An unknown or disabled provider: the page, with its buttons.
+	s.api("POST", e.base, map[string]any{"id": "off", "displayName": "Off", "type": "oidc", "issuer": e.idp.Issuer(),
+		"clientId": e.idp.ClientID, "clientSecret": e.idp.ClientSecret, "enabled": false})
+	for _, hint := range []string{"nope", "off"} {
+		last, status, body := newBrowser(t, s).get(e.rp.srv.URL + "/login?idp_hint=" + hint)
+		if status != 200 || last.Path != "/oauth/v1/sign-in" || !strings.Contains(body, `id="provider-corp"`) {
+			t.Errorf("idp_hint=%s: %s %d", hint, last, status)
+		}
+	}
+	// A malformed hint is the client's error.
+	newBrowser(t, s).get(e.rp.srv.URL + "/login?idp_hint=Bad%20Hint")
+	if res := e.rp.result(); res.err == nil || !strings.Contains(res.err.Error(), "invalid_request") {
+		t.Errorf("malformed idp_hint: %v", res.err)
+	}
 }

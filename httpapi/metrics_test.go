@@ -138,3 +138,31 @@ func TestMetricsRouteLabelsArePatterns(t *testing.T) {
 		t.Errorf("404 of an unknown tenant counted %q times under the pattern, want 1", got)
 	}
 }
+
+// TestIdleServerExportsOnlySeenSeries: the HTTP histogram's series are
+// made on first use, so an idle server exports none of its hundreds of
+// routes × methods × status classes, and one request adds its own series
+// (count, sum and buckets of one route, method and class).
+func TestIdleServerExportsOnlySeenSeries(t *testing.T) {
+	t.Parallel()
+	e := latchkeytest.New(t)
+	series := func() (n int) {
+		for line := range strings.Lines(scrape(t, e)) {
+			if strings.HasPrefix(line, "latchkey_http_request_duration_seconds") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := series(); n != 0 {
+		t.Errorf("an idle server exports %d HTTP duration lines, want 0", n)
+	}
+	if r := e.Do("GET", "/readyz", nil); r.Status != 200 {
+		t.Fatalf("readyz: %d", r.Status)
+	}
+	one := series()
+	text := scrape(t, e)
+	if sample(text, `latchkey_http_request_duration_seconds_count{code="2xx",method="GET",route="/readyz"}`) != "1" || one > 20 {
+		t.Errorf("after one request: %d lines\n%s", one, text)
+	}
+}

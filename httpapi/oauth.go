@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -238,37 +239,53 @@ func (s *Server) jwks(w http.ResponseWriter, r *http.Request) error {
 // every listener: the issuer and the endpoints at the public URL, and, when
 // the server has a mutual-TLS listener, their aliases there (RFC 8705 §5).
 func (s *Server) asMetadata(w http.ResponseWriter, r *http.Request) error {
-	u := s.opts.PublicURL + s.opts.AuthURL
-	auth := []string{identity.AuthClientSecretBasic, identity.AuthClientSecretPost, identity.AuthPrivateKeyJWT, identity.AuthTLSClientAuth}
 	e := s.oidcEndpoints()
 	md := map[string]any{
-		"authorization_endpoint":                         e.Authorization,
-		"userinfo_endpoint":                              e.UserInfo,
-		"end_session_endpoint":                           e.EndSession,
+		"issuer":                   s.p.Identity.Keys().Issuer(),
+		"authorization_endpoint":   e.Authorization,
+		"userinfo_endpoint":        e.UserInfo,
+		"end_session_endpoint":     e.EndSession,
+		"jwks_uri":                 e.JWKS,
+		"response_types_supported": []string{"code"},
+		"scopes_supported":         append(append([]string{}, identity.OIDCScopes...), identity.AllScopes...),
+	}
+	maps.Copy(md, s.oauthMetadata())
+	writeJSONCacheable(w, md)
+	return nil
+}
+
+// oauthMetadata are the OAuth fields both discovery documents publish
+// alike (API-fapi.md, "Metadata (both documents, derived from
+// configuration)"): the token, introspection, revocation, PAR and device
+// endpoints and their mutual-TLS aliases, the grants, the client
+// authentication methods and their assertion algorithms, request
+// objects, ID token algorithms and sender-constrained tokens.
+func (s *Server) oauthMetadata() map[string]any {
+	e := s.oidcEndpoints()
+	auth := []string{identity.AuthClientSecretBasic, identity.AuthClientSecretPost, identity.AuthPrivateKeyJWT, identity.AuthTLSClientAuth}
+	md := map[string]any{
+		"token_endpoint":                        e.Token,
+		"introspection_endpoint":                e.Introspection,
+		"revocation_endpoint":                   e.Revocation,
+		"pushed_authorization_request_endpoint": e.PAR,
+		"device_authorization_endpoint":         e.Device,
+		"require_pushed_authorization_requests": s.p.OIDC.RequiresPAR(),
+		"grant_types_supported": []string{identity.GrantClientCredentials, identity.GrantAuthorizationCode, identity.GrantRefreshToken,
+			identity.GrantTokenExchange, identity.GrantDeviceCode},
 		"code_challenge_methods_supported":               []string{"S256"},
 		"authorization_response_iss_parameter_supported": true,
-		"issuer":                                      s.p.Identity.Keys().Issuer(),
-		"token_endpoint":                              u + tokenPath,
-		"introspection_endpoint":                      u + introspectPath,
-		"revocation_endpoint":                         u + revokePath,
-		"pushed_authorization_request_endpoint":       u + parPath,
-		"require_pushed_authorization_requests":       s.p.OIDC.RequiresPAR(),
-		"request_parameter_supported":                 true,
-		"request_uri_parameter_supported":             false,
-		"require_signed_request_object":               false,
-		"request_object_signing_alg_values_supported": identity.JWSAlgorithms,
-		"jwks_uri":                                      s.opts.PublicURL + "/.well-known/jwks.json",
-		"grant_types_supported":                         []string{identity.GrantClientCredentials, identity.GrantAuthorizationCode, identity.GrantRefreshToken, identity.GrantTokenExchange, identity.GrantDeviceCode},
-		"device_authorization_endpoint":                 e.Device,
-		"token_endpoint_auth_methods_supported":         append(append([]string{}, auth...), "none"),
-		"introspection_endpoint_auth_methods_supported": auth,
-		"revocation_endpoint_auth_methods_supported":    auth,
+		"token_endpoint_auth_methods_supported":          append(append([]string{}, auth...), identity.AuthNone),
+		"introspection_endpoint_auth_methods_supported":  auth,
+		"revocation_endpoint_auth_methods_supported":     auth,
 		// API-fapi.md: one list of assertion algorithms for the three.
 		"token_endpoint_auth_signing_alg_values_supported":         identity.JWSAlgorithms,
 		"introspection_endpoint_auth_signing_alg_values_supported": identity.JWSAlgorithms,
 		"revocation_endpoint_auth_signing_alg_values_supported":    identity.JWSAlgorithms,
-		"response_types_supported":                                 []string{"code"},
-		"scopes_supported":                                         append(append([]string{}, identity.OIDCScopes...), identity.AllScopes...),
+		"request_parameter_supported":                              true,
+		"request_uri_parameter_supported":                          false,
+		"require_signed_request_object":                            false,
+		"request_object_signing_alg_values_supported":              identity.JWSAlgorithms,
+		"id_token_signing_alg_values_supported":                    []string{identity.AlgRS256, identity.AlgES256, identity.AlgPS256},
 		"dpop_signing_alg_values_supported":                        identity.DPoPAlgorithms,
 		"tls_client_certificate_bound_access_tokens":               true,
 	}
@@ -282,6 +299,5 @@ func (s *Server) asMetadata(w http.ResponseWriter, r *http.Request) error {
 			"device_authorization_endpoint":         m + deviceAuthorizationPath,
 		}
 	}
-	writeJSONCacheable(w, md)
-	return nil
+	return md
 }

@@ -260,6 +260,69 @@ func TestMetadataOnBothListeners(t *testing.T) {
 	}
 }
 
+// TestMetadataInBothDiscoveryDocuments: every field API-fapi.md's
+// "Metadata (both documents)" lists is in the OpenID Provider
+// configuration and the RFC 8414 metadata alike, with the same value,
+// mtls_endpoint_aliases (RFC 8705 §5) with the PAR and device endpoints
+// among them when the server has a mutual-TLS listener.
+func TestMetadataInBothDiscoveryDocuments(t *testing.T) {
+	e := latchkeytest.New(t)
+	opts := httpapi.Defaults()
+	opts.PublicURL = "https://id.example"
+	opts.MTLSURL = "https://mtls.id.example:8443"
+	srv := httptest.NewServer(httpapi.New(e.Platform, opts))
+	defer srv.Close()
+	docs := map[string]map[string]any{}
+	for _, path := range []string{"/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"} {
+		r := e.DoWith(srv.Client(), srv.URL, "GET", path, nil)
+		if r.Status != 200 {
+			t.Fatalf("%s: %d", path, r.Status)
+		}
+		docs[path] = r.JSON()
+	}
+	algs := []any{"ES256", "PS256", "EdDSA", "Ed25519", "RS256"}
+	m := "https://mtls.id.example:8443/oauth/v1/"
+	want := map[string]any{
+		"pushed_authorization_request_endpoint": "https://id.example/oauth/v1/par",
+		"require_pushed_authorization_requests": false,
+		"device_authorization_endpoint":         "https://id.example/oauth/v1/device_authorization",
+		"grant_types_supported": []any{"client_credentials", "authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:token-exchange",
+			"urn:ietf:params:oauth:grant-type:device_code"},
+		"token_endpoint_auth_methods_supported":                    []any{"client_secret_basic", "client_secret_post", "private_key_jwt", "tls_client_auth", "none"},
+		"introspection_endpoint_auth_methods_supported":            []any{"client_secret_basic", "client_secret_post", "private_key_jwt", "tls_client_auth"},
+		"revocation_endpoint_auth_methods_supported":               []any{"client_secret_basic", "client_secret_post", "private_key_jwt", "tls_client_auth"},
+		"token_endpoint_auth_signing_alg_values_supported":         algs,
+		"introspection_endpoint_auth_signing_alg_values_supported": algs,
+		"revocation_endpoint_auth_signing_alg_values_supported":    algs,
+		"request_parameter_supported":                              true,
+		"request_uri_parameter_supported":                          false,
+		"require_signed_request_object":                            false,
+		"request_object_signing_alg_values_supported":              algs,
+		"id_token_signing_alg_values_supported":                    []any{"RS256", "ES256", "PS256"},
+		"mtls_endpoint_aliases": map[string]any{"token_endpoint": m + "token", "introspection_endpoint": m + "introspect", "revocation_endpoint": m + "revoke",
+			"pushed_authorization_request_endpoint": m + "par", "device_authorization_endpoint": m + "device_authorization"},
+		"dpop_signing_alg_values_supported":          []any{"ES256", "EdDSA", "Ed25519"},
+		"tls_client_certificate_bound_access_tokens": true,
+	}
+	for path, md := range docs {
+		got := map[string]any{}
+		for k := range want {
+			if v, ok := md[k]; ok {
+				got[k] = v
+			}
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("%s (-want +got):\n%s", path, d)
+		}
+	}
+	// Without a mutual-TLS listener neither document has aliases.
+	for _, path := range []string{"/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"} {
+		if _, ok := e.Do("GET", path, nil).JSON()["mtls_endpoint_aliases"]; ok {
+			t.Errorf("%s: mtls_endpoint_aliases without a mutual-TLS listener", path)
+		}
+	}
+}
+
 // TestCertificateBoundClientJWT: the JWT of a registered client's
 // mutual-TLS login carries cnf x5t#S256 of its certificate and is accepted
 // only with that certificate: refused over plain HTTP, with no

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"embed"
 	"html/template"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -62,7 +63,7 @@ func setOIDCCookie(w http.ResponseWriter, r *http.Request, id string) {
 }
 
 func (s *Server) registerOIDC() {
-	page := routeOpts{style: stylePlatform, limit: 64 << 10}
+	page := routeOpts{style: stylePlatform, limit: 64 << 10, page: true}
 	s.handle("GET", "/.well-known/openid-configuration", routeOpts{}, s.oidcDiscovery)
 	s.handle("GET", s.opts.AuthURL+authorizePath, page, s.oidcAuthorize)
 	s.handle("POST", s.opts.AuthURL+authorizePath, page, s.oidcAuthorizePost)
@@ -83,7 +84,9 @@ func (s *Server) oidcEndpoints() oidc.Endpoints {
 }
 
 func (s *Server) oidcDiscovery(w http.ResponseWriter, r *http.Request) error {
-	writeJSONCacheable(w, s.p.OIDC.Discovery(s.oidcEndpoints()))
+	md := s.p.OIDC.Discovery(s.oidcEndpoints())
+	maps.Copy(md, s.oauthMetadata())
+	writeJSONCacheable(w, md)
 	return nil
 }
 
@@ -159,6 +162,9 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request, params url.Va
 	out, err := s.p.OIDC.Authorize(r.Context(), params, oidcBrowserID(r))
 	if err != nil {
 		return s.errorPage(w, r, err)
+	}
+	if out.IDPHint != "" && s.federationHinted(w, r, out.SignIn, out.IDPHint) {
+		return nil
 	}
 	pageHeaders(w)
 	if out.SignIn != "" {

@@ -152,7 +152,7 @@ func (rp *relyingParty) serve(w http.ResponseWriter, r *http.Request) {
 		rp.pending[state] = [2]string{verifier, nonce}
 		rp.mu.Unlock()
 		opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier), gooidc.Nonce(nonce)}
-		for _, k := range []string{"prompt", "max_age", "scope", "acr_values"} {
+		for _, k := range []string{"prompt", "max_age", "scope", "acr_values", "idp_hint"} {
 			if v := r.URL.Query().Get(k); v != "" {
 				opts = append(opts, oauth2.SetAuthURLParam(k, v))
 			}

@@ -44,8 +44,9 @@ type Options struct {
 	PublicURL string
 	// MTLSURL is the external origin of the listener where clients present
 	// certificates (the example server's HTTPS listener): the metadata's
-	// mtls_endpoint_aliases (RFC 8705 §5) name the token, introspection and
-	// revocation endpoints there. Empty: no aliases are published.
+	// mtls_endpoint_aliases (RFC 8705 §5) of both discovery documents name
+	// the token, introspection, revocation, PAR and device authorization
+	// endpoints there. Empty: no aliases are published.
 	MTLSURL string
 	// MaxBodyBytes bounds JSON request bodies; default 1 MiB.
 	MaxBodyBytes int64
@@ -342,6 +343,7 @@ type routeOpts struct {
 	name  string // Route.Auth
 	limit int64  // body limit; 0 means Options.MaxBodyBytes
 	idem  bool   // a creating POST: honours Idempotency-Key
+	page  bool   // a browser route: its errors are pages (errorPage)
 }
 
 // creating returns o for a creating POST, which honours Idempotency-Key
@@ -367,7 +369,21 @@ func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
 	}
 	s.routes = append(s.routes, route)
 	s.styles[path] = o.style
+	tooLarge := fault.E(fault.TooLarge, fmt.Sprintf("the request body is over this route's limit of %d bytes", limit))
 	s.mux.HandleFunc(method+" "+path, s.instrumented(method, route.Pattern, func(w http.ResponseWriter, r *http.Request) {
+		// A declared body over the limit is refused at once, before any
+		// of it is read: net/http sends "100 Continue" only when the
+		// handler first reads, so a client that asked for it never sends
+		// the body, and one that did not gets the 413 instead of a
+		// connection closed under its upload.
+		if r.ContentLength > limit {
+			if o.page {
+				s.errorPage(w, r, tooLarge)
+			} else {
+				s.writeError(w, r, o.style, tooLarge)
+			}
+			return
+		}
 		r.Body = http.MaxBytesReader(w, r.Body, limit)
 		if o.auth != nil {
 			p, err := o.auth(r)

@@ -180,7 +180,7 @@ func (s *Service) ExchangeToken(ctx context.Context, req ExchangeRequest) (Excha
 		return ExchangeGrant{}, err
 	}
 	if subj.jti != "" {
-		if err := s.st.CreateTokenExchangeLink(ctx, TokenExchangeLink{ParentJTI: subj.jti, ChildJTI: rc.ID, TenantID: t.ID, ExpiresAt: exp.UTC()}, s.now()); err != nil {
+		if err := s.links.write(ctx, TokenExchangeLink{ParentJTI: subj.jti, ChildJTI: rc.ID, TenantID: t.ID, ExpiresAt: exp.UTC()}, s.now()); err != nil {
 			return ExchangeGrant{}, err
 		}
 	}

@@ -98,7 +98,9 @@ type Service struct {
 	revs revocations
 	// replay remembers the DPoP proofs accepted, proofHeaders their parsed
 	// headers; see dpop.go.
-	replay       *replayCache
+	replay *replayCache
+	// links group-commits token exchange links (linkwriter.go).
+	links        *linkWriter
 	proofHeaders *proofHeaderCache
 	// jwks caches the key sets of clients' jwks_uri; see clientauth.go.
 	jwks jwksCache
@@ -137,6 +139,9 @@ func NewService(cfg Config) *Service {
 
 		proofHeaders: &proofHeaderCache{max: proofHeaderCacheSize},
 	}
+	s.links = &linkWriter{commit: func(ctx context.Context, ls []TokenExchangeLink, now time.Time) error {
+		return s.st.CreateTokenExchangeLinks(ctx, ls, now)
+	}}
 	s.throttle = memoryThrottle{cfg.Throttle}
 	if cfg.Throttles != nil {
 		s.throttle = storedThrottle{st: cfg.Throttles, max: cfg.Throttle.MaxFailures, window: cfg.Throttle.Window}

@@ -127,10 +127,11 @@ type Store interface {
 	// ExpiresAt is at or before now.
 	PurgeClientAssertions(ctx context.Context, now time.Time) error
 
-	// CreateTokenExchangeLink records that l.ChildJTI was exchanged from
-	// l.ParentJTI (RFC 8693). Recording it twice is not an error; links
-	// whose ExpiresAt is before now may be deleted by the same call.
-	CreateTokenExchangeLink(ctx context.Context, l TokenExchangeLink, now time.Time) error
+	// CreateTokenExchangeLinks records, in one transaction, that each
+	// link's ChildJTI was exchanged from its ParentJTI (RFC 8693).
+	// Recording a link twice is not an error; links whose ExpiresAt is
+	// before now may be deleted by the same call.
+	CreateTokenExchangeLinks(ctx context.Context, ls []TokenExchangeLink, now time.Time) error
 	// ListTokenExchangeChildren returns the links whose parent is
 	// parentJTI.
 	ListTokenExchangeChildren(ctx context.Context, parentJTI string) ([]TokenExchangeLink, error)

@@ -145,19 +145,26 @@ func (m memoryThrottle) succeed(_ context.Context, key string) error {
 }
 
 // storedThrottle counts in a ThrottleStore with the limits of a Throttle.
+// Its keys are hashed with its purpose ("login" for the login throttle),
+// so that throttles of different purposes never share a counter.
 type storedThrottle struct {
-	st     ThrottleStore
-	max    int
-	window time.Duration
+	st      ThrottleStore
+	max     int
+	window  time.Duration
+	purpose string
 }
 
-func storedKey(key string) []byte {
-	sum := sha256.Sum256([]byte("login\x00" + key))
+func (s storedThrottle) storedKey(key string) []byte {
+	purpose := s.purpose
+	if purpose == "" {
+		purpose = "login"
+	}
+	sum := sha256.Sum256([]byte(purpose + "\x00" + key))
 	return sum[:]
 }
 
 func (s storedThrottle) blocked(ctx context.Context, key string, now time.Time) (time.Duration, error) {
-	c, err := s.st.GetLoginFailures(ctx, storedKey(key))
+	c, err := s.st.GetLoginFailures(ctx, s.storedKey(key))
 	if err != nil {
 		return 0, err
 	}
@@ -169,10 +176,43 @@ func (s storedThrottle) blocked(ctx context.Context, key string, now time.Time) 
 }
 
 func (s storedThrottle) fail(ctx context.Context, key string, now time.Time) error {
-	_, err := s.st.CountLoginFailure(ctx, storedKey(key), now, s.window)
+	_, err := s.st.CountLoginFailure(ctx, s.storedKey(key), now, s.window)
 	return err
 }
 
 func (s storedThrottle) succeed(ctx context.Context, key string) error {
-	return s.st.ClearLoginFailures(ctx, storedKey(key))
+	return s.st.ClearLoginFailures(ctx, s.storedKey(key))
+}
+
+// Limiter counts failures per key for a throttle other than the login's
+// (the device grant's user-code page): after max failures within window
+// of the first, the key is blocked until the window ends. With a
+// ThrottleStore it counts in the store, so that every process sharing the
+// store counts the same failures, as the login throttle does; without
+// one, in this process.
+type Limiter struct{ t loginThrottle }
+
+// NewLimiter returns a Limiter of max failures per window, counting in st
+// when st is not nil. purpose keeps its stored counters apart from other
+// throttles' (it must not be "login").
+func NewLimiter(st ThrottleStore, purpose string, max int, window time.Duration) *Limiter {
+	if st == nil {
+		return &Limiter{memoryThrottle{NewThrottle(max, window)}}
+	}
+	return &Limiter{storedThrottle{st: st, max: max, window: window, purpose: purpose}}
+}
+
+// Blocked reports how much longer key is blocked at now; 0: it is not.
+func (l *Limiter) Blocked(ctx context.Context, key string, now time.Time) (time.Duration, error) {
+	return l.t.blocked(ctx, key, now)
+}
+
+// Fail counts a failure of key at now.
+func (l *Limiter) Fail(ctx context.Context, key string, now time.Time) error {
+	return l.t.fail(ctx, key, now)
+}
+
+// Succeed clears key's failures.
+func (l *Limiter) Succeed(ctx context.Context, key string) error {
+	return l.t.succeed(ctx, key)
 }

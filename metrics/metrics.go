@@ -52,6 +52,7 @@ package metrics
 import (
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -167,26 +168,39 @@ func (m *Metrics) CounterFunc(name, help string, f func() float64) error {
 	return m.reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, f))
 }
 
-// Route is the pre-resolved series of one route: the request path does
-// not look up labels, it indexes an array by status class.
+// Route is the series of one route, indexed by status class so that the
+// request path looks up no labels. Each class's series is made on first
+// use: an idle server exports the routes and classes it has seen, not
+// every route × method × class (10,735 series at start, 9,360 of them
+// empty buckets, before this).
 type Route struct {
-	m       *Metrics
-	byClass [6]prometheus.Observer // index status/100; 0 holds anything out of range
+	m               *Metrics
+	method, pattern string
+	byClass         [6]atomic.Pointer[observer] // index status/100; 0 holds anything out of range
 }
+
+// observer boxes a series for atomic.Pointer.
+type observer struct{ prometheus.Observer }
 
 // Route returns the series of one registered route. pattern must be the
 // ServeMux pattern (or a fixed name such as "unmatched"), never a request
 // path.
 func (m *Metrics) Route(method, pattern string) *Route {
-	r := &Route{m: m}
-	for c := range r.byClass {
-		class := strconv.Itoa(c) + "xx"
-		if c == 0 {
-			class = "other"
-		}
-		r.byClass[c] = m.requests.WithLabelValues(pattern, method, class)
+	return &Route{m: m, method: method, pattern: pattern}
+}
+
+// series returns the series of status class c, made on its first use
+// (WithLabelValues returns the same series to racing first uses).
+func (r *Route) series(c int) prometheus.Observer {
+	if o := r.byClass[c].Load(); o != nil {
+		return o.Observer
 	}
-	return r
+	class := strconv.Itoa(c) + "xx"
+	if c == 0 {
+		class = "other"
+	}
+	r.byClass[c].CompareAndSwap(nil, &observer{r.m.requests.WithLabelValues(r.pattern, r.method, class)})
+	return r.byClass[c].Load().Observer
 }
 
 // Start counts a request in flight; call Done with its status when it ends.
@@ -202,7 +216,7 @@ func (r *Route) Done(start time.Time, status int) {
 	if c < 1 || c > 5 {
 		c = 0
 	}
-	r.byClass[c].Observe(time.Since(start).Seconds())
+	r.series(c).Observe(time.Since(start).Seconds())
 }
 
 // TokenIssued counts a token issued with grant (a fixed grant name).

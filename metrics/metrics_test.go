@@ -73,3 +73,39 @@ latchkey_http_requests_in_flight 0
 		t.Error(err)
 	}
 }
+
+// TestRouteSeriesOnFirstUse: a route exports no series until a request
+// of it ends, and then only its status class's.
+func TestRouteSeriesOnFirstUse(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := func() []string {
+		var out []string
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() != "latchkey_http_request_duration_seconds" {
+				continue
+			}
+			for _, s := range mf.GetMetric() {
+				var ls []string
+				for _, l := range s.GetLabel() {
+					ls = append(ls, l.GetValue())
+				}
+				out = append(out, strings.Join(ls, " "))
+			}
+		}
+		return out
+	}
+	routes := []*metrics.Route{m.Route("GET", "/a"), m.Route("POST", "/a"), m.Route("GET", "/b/{id}")}
+	if got := seen(); len(got) != 0 {
+		t.Fatalf("series before any request: %v", got)
+	}
+	routes[2].Done(routes[2].Start(), 404)
+	routes[2].Done(routes[2].Start(), 404)
+	if got := seen(); len(got) != 1 || got[0] != "4xx GET /b/{id}" {
+		t.Errorf("after two 404s of one route: %v", got)
+	}
+}

@@ -32,6 +32,9 @@ type AuthorizationRequest struct {
 	CodeChallenge string `json:"cc"`
 	Prompt        string `json:"p,omitempty"`
 	LoginHint     string `json:"lh,omitempty"`
+	// IDPHint is the non-standard idp_hint parameter: the id of an
+	// upstream identity provider to sign in with, skipping the page.
+	IDPHint string `json:"ih,omitempty"`
 	// MaxAge is the max_age parameter in seconds; -1 when absent.
 	MaxAge int64 `json:"ma"`
 	// ACR are the acr_values the provider knows, in preference order;
@@ -62,6 +65,10 @@ type Outcome struct {
 	// Device is set when a sign-in of the user-code page completed: the
 	// sealed request whose confirmation the page shows next.
 	Device string
+	// IDPHint, with SignIn, names the upstream identity provider the
+	// request asks to sign in with (idp_hint): the browser goes there
+	// instead of to the page.
+	IDPHint string
 }
 
 // RedirectError is an error the client learns through its redirect URI
@@ -225,7 +232,11 @@ func (s *Service) answer(ctx context.Context, req AuthorizationRequest, sessionI
 		req.StepUp = true // the session's user gives only the missing factor
 	}
 	req.Expires = s.now().Add(RequestTTL).Unix()
-	return Outcome{SignIn: s.sealRequest(req)}, nil
+	out := Outcome{SignIn: s.sealRequest(req)}
+	if !req.StepUp && req.Device == "" {
+		out.IDPHint = req.IDPHint // a step-up asks the session's user for a factor instead
+	}
+	return out, nil
 }
 
 // checkClient finds the client and checks the redirect URI: the two
@@ -329,6 +340,10 @@ func parseAuthorization(params url.Values, c identity.OAuthClient, req *Authoriz
 	req.LoginHint = params.Get("login_hint")
 	if len(req.LoginHint) > maxHint {
 		return redirectErr("invalid_request", "login_hint is too long")
+	}
+	req.IDPHint = params.Get("idp_hint")
+	if !validIDPHint(req.IDPHint) {
+		return redirectErr("invalid_request", "idp_hint must be an identity provider's id (a-z, 0-9 and -, at most 40)")
 	}
 	if j := params.Get("dpop_jkt"); j != "" {
 		if len(j) != 43 || !unreserved(j) {
@@ -454,7 +469,7 @@ func (s *Service) complete(ctx context.Context, req AuthorizationRequest, sess S
 	code := newSecret()
 	ac := AuthCode{Hash: hashOf(code), GrantID: newGrantID(), ClientID: req.ClientID, TenantID: req.TenantID, UserID: sess.UserID,
 		RedirectURI: req.RedirectURI, Challenge: req.CodeChallenge, Scope: req.Scope, Nonce: req.Nonce, SID: sess.SID,
-		AMR: sess.AMR, ACR: idACR(req.ACR, acrOf(sess.ACR, sess.AMR)), AuthTime: sess.AuthTime, CreatedAt: now, ExpiresAt: now.Add(CodeTTL), DPoPJKT: req.DPoPJKT}
+		AMR: sess.AMR, IDP: sess.IDP, ACR: idACR(req.ACR, acrOf(sess.ACR, sess.AMR)), AuthTime: sess.AuthTime, CreatedAt: now, ExpiresAt: now.Add(CodeTTL), DPoPJKT: req.DPoPJKT}
 	if err := s.st.CreateAuthCode(ctx, ac); err != nil {
 		return Outcome{}, err
 	}

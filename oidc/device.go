@@ -274,7 +274,7 @@ func (s *Service) deviceToken(ctx context.Context, req TokenRequest) (Tokens, er
 		}
 		grantID := newGrantID()
 		meta["grant"] = grantID
-		g := grant{client: c, tenant: t, user: u, grantID: grantID, scope: d.Scope, sid: d.Decision.SID, amr: d.Decision.AMR,
+		g := grant{client: c, tenant: t, user: u, grantID: grantID, scope: d.Scope, sid: d.Decision.SID, amr: d.Decision.AMR, idp: d.Decision.IDP,
 			acr: acrOf(d.Decision.ACR, d.Decision.AMR), authTime: d.Decision.AuthTime, cnf: cnf, tokenType: tokenType}
 		out, err := s.issue(ctx, g, grantID)
 		if err != nil {
@@ -325,13 +325,17 @@ func (s *Service) DeviceEnter(ctx context.Context, in DeviceEntry) (DeviceStep, 
 	now := s.now()
 	keys := []string{"device-browser|" + in.BrowserID, "device-addr|" + hostOf(in.RemoteAddr)}
 	for _, k := range keys {
-		if blocked, wait := s.deviceThrottle.Blocked(k, now); blocked {
+		if wait, err := s.deviceThrottle.Blocked(ctx, k, now); err != nil {
+			return DeviceStep{}, err
+		} else if wait > 0 {
 			return DeviceStep{}, fault.E(fault.TooManyRequests, fmt.Sprintf("Too many wrong codes; try again in %d seconds.", int(wait.Seconds())+1))
 		}
 	}
 	wrong := func() (DeviceStep, error) {
 		for _, k := range keys {
-			s.deviceThrottle.Fail(k, now)
+			if err := s.deviceThrottle.Fail(ctx, k, now); err != nil {
+				return DeviceStep{}, err
+			}
 		}
 		return DeviceStep{}, fault.E(fault.Invalid, fault.Field("user_code"), MsgDeviceInvalid)
 	}
@@ -431,7 +435,7 @@ func (s *Service) DeviceDecide(ctx context.Context, in DeviceAnswer) (DeviceStep
 	d.Status = DeviceDenied
 	if in.Allow {
 		d.Status = DeviceApproved
-		d.Decision = DeviceDecision{UserID: sess.UserID, UserName: sess.UserName, SID: sess.SID, AMR: sess.AMR,
+		d.Decision = DeviceDecision{UserID: sess.UserID, UserName: sess.UserName, SID: sess.SID, AMR: sess.AMR, IDP: sess.IDP,
 			ACR: acrOf(sess.ACR, sess.AMR), AuthTime: sess.AuthTime}
 	}
 	if err := s.st.UpdateDeviceAuthorization(ctx, d); fault.Is(fault.Conflict, err) {

@@ -29,15 +29,24 @@ func (s *Service) upstreamOptions(ctx context.Context, c identity.OAuthClient, t
 	return s.cfg.Upstreams.SignInOptions(ctx, tenantID, c.IdentityProviders)
 }
 
-// UpstreamStart checks a sign-in form posted with a provider button: the
-// browser's CSRF token (fault.Forbidden without it) and the sealed request
-// (fault.Invalid when forged or expired). It returns the tenant whose
-// provider the browser may start with and the client's narrowing of its
-// providers (nil: all).
-func (s *Service) UpstreamStart(ctx context.Context, request, csrfToken, browserID string) (tenantID string, allowed []string, err error) {
-	if !s.checkCSRF(browserID, csrfToken) {
-		return "", nil, fault.E(fault.Forbidden, fault.Field("csrf_token"), MsgCSRF)
+// validIDPHint reports whether h is empty or could be a provider's id.
+func validIDPHint(h string) bool {
+	if len(h) > 40 {
+		return false
 	}
+	for _, r := range h {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// UpstreamHinted checks the sealed request of an authorization request
+// that named its provider (idp_hint): the request is the provider's own
+// answer to the browser, so no form and no CSRF token are involved. It
+// returns what UpstreamStart does.
+func (s *Service) UpstreamHinted(ctx context.Context, request string) (tenantID string, allowed []string, err error) {
 	req, err := s.openRequest(request)
 	if err != nil {
 		return "", nil, err
@@ -47,6 +56,18 @@ func (s *Service) UpstreamStart(ctx context.Context, request, csrfToken, browser
 		return "", nil, err
 	}
 	return t.ID, c.IdentityProviders, nil
+}
+
+// UpstreamStart checks a sign-in form posted with a provider button: the
+// browser's CSRF token (fault.Forbidden without it) and the sealed request
+// (fault.Invalid when forged or expired). It returns the tenant whose
+// provider the browser may start with and the client's narrowing of its
+// providers (nil: all).
+func (s *Service) UpstreamStart(ctx context.Context, request, csrfToken, browserID string) (tenantID string, allowed []string, err error) {
+	if !s.checkCSRF(browserID, csrfToken) {
+		return "", nil, fault.E(fault.Forbidden, fault.Field("csrf_token"), MsgCSRF)
+	}
+	return s.UpstreamHinted(ctx, request)
 }
 
 // UpstreamSignIn completes the sealed request for a user an upstream
@@ -70,7 +91,7 @@ func (s *Service) UpstreamSignIn(ctx context.Context, request, browserID string,
 	}
 	ctx = audit.WithActor(ctx, "", req.ClientID)
 	meta := map[string]any{"client_id": req.ClientID, "method": "federation", "idp": idp}
-	return s.signedIn(ctx, req, tenant, u, amr, "", browserID, nil, meta)
+	return s.signedIn(ctx, req, tenant, u, amr, idp, "", browserID, nil, meta)
 }
 
 // SessionUser returns the user of the browser session whose cookie holds

@@ -288,7 +288,7 @@ func (s *Service) secondStep(ctx context.Context, req AuthorizationRequest, tena
 	if st.SID != "" {
 		meta["stepUp"] = true
 	}
-	return s.signedIn(ctx, req, tenant, u, a.AMR, st.SID, in.BrowserID, codes, meta)
+	return s.signedIn(ctx, req, tenant, u, a.AMR, "", st.SID, in.BrowserID, codes, meta)
 }
 
 // retrySeconds is the N of a throttle's "try again in N seconds".

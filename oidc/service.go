@@ -121,6 +121,11 @@ type Config struct {
 	IDTokenTTL time.Duration
 	// RefreshTTL is the life of a refresh token; default 30 days.
 	RefreshTTL time.Duration
+	// Throttles, when set, keeps the user-code page's counters of wrong
+	// codes in the store (as the login throttle's), so that they hold
+	// across every process sharing it; else they are counted in this
+	// process.
+	Throttles identity.ThrottleStore
 	// RequirePAR makes every authorization request come through a pushed
 	// authorization request (RFC 9126 §5), whatever the client's
 	// require_pushed_authorization_requests.
@@ -132,7 +137,7 @@ type Service struct {
 	cfg Config
 	st  Store
 	// deviceThrottle counts wrong user codes per browser and per address.
-	deviceThrottle *identity.Throttle
+	deviceThrottle *identity.Limiter
 }
 
 // NewService returns a Service, filling defaults.
@@ -152,7 +157,7 @@ func NewService(cfg Config) *Service {
 	if cfg.RefreshTTL <= 0 {
 		cfg.RefreshTTL = DefaultRefreshTTL
 	}
-	return &Service{cfg: cfg, st: cfg.Store, deviceThrottle: identity.NewThrottle(deviceFailures, deviceFailWindow)}
+	return &Service{cfg: cfg, st: cfg.Store, deviceThrottle: identity.NewLimiter(cfg.Throttles, "device-code", deviceFailures, deviceFailWindow)}
 }
 
 // Issuer is the provider's issuer: the iss of every token.

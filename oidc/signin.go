@@ -210,7 +210,7 @@ func (s *Service) SignIn(ctx context.Context, in SignInRequest) (SignInResult, e
 	default:
 		return SignInResult{}, fault.E(fault.Invalid, fault.Field("username"), MsgMissingCred)
 	}
-	return s.signedIn(ctx, req, tenant, u, amr, "", in.BrowserID, nil, meta)
+	return s.signedIn(ctx, req, tenant, u, amr, "", "", in.BrowserID, nil, meta)
 }
 
 // signedIn starts the browser's session of a completed sign-in (a fresh
@@ -218,7 +218,7 @@ func (s *Service) SignIn(ctx context.Context, in SignInRequest) (SignInResult, e
 // audits it as oidc.sign-in and completes the request with a code; with
 // codes (the recovery codes of a first factor enrolled now), the request
 // waits for the page that shows them.
-func (s *Service) signedIn(ctx context.Context, req AuthorizationRequest, tenant identity.Tenant, u identity.User, amr []string, sid, browserID string, codes []string, meta map[string]any) (SignInResult, error) {
+func (s *Service) signedIn(ctx context.Context, req AuthorizationRequest, tenant identity.Tenant, u identity.User, amr []string, idp, sid, browserID string, codes []string, meta map[string]any) (SignInResult, error) {
 	if browserID != "" {
 		if err := s.st.DeleteOIDCSession(ctx, hashOf(browserID)); err != nil && !fault.Is(fault.NotFound, err) {
 			return SignInResult{}, err
@@ -229,7 +229,7 @@ func (s *Service) signedIn(ctx context.Context, req AuthorizationRequest, tenant
 	}
 	now := s.now()
 	id := newSecret()
-	sess := Session{IDHash: hashOf(id), SID: sid, TenantID: tenant.ID, UserID: u.ID, UserName: u.Name, AMR: amr, ACR: identity.ACRFor(amr),
+	sess := Session{IDHash: hashOf(id), SID: sid, TenantID: tenant.ID, UserID: u.ID, UserName: u.Name, AMR: amr, IDP: idp, ACR: identity.ACRFor(amr),
 		AuthTime: now.Truncate(1e9), CreatedAt: now, ExpiresAt: now.Add(s.cfg.SessionTTL)}
 	if err := s.st.CreateOIDCSession(ctx, sess); err != nil {
 		return SignInResult{}, err

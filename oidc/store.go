@@ -25,6 +25,9 @@ type AuthCode struct {
 	Nonce       string
 	SID         string   // the browser session's sid claim
 	AMR         []string // RFC 8176 methods of the sign-in
+	// IDP is the upstream identity provider's id of a federated
+	// sign-in ("" for none): the ID token's idp claim.
+	IDP string
 	// ACR is the ID token's acr: the first acr_values value the sign-in
 	// met, else the acr it reached ("" read as its AMR's).
 	ACR       string
@@ -51,6 +54,7 @@ type RefreshToken struct {
 	SID       string
 	AMR       []string
 	ACR       string
+	IDP       string // as AuthCode.IDP
 	AuthTime  time.Time
 	AccessJTI string // the jti of the access token issued with this one
 	CreatedAt time.Time
@@ -73,6 +77,7 @@ type Session struct {
 	UserName  string
 	AMR       []string
 	ACR       string
+	IDP       string // as AuthCode.IDP
 	AuthTime  time.Time
 	CreatedAt time.Time
 	ExpiresAt time.Time
@@ -192,6 +197,7 @@ type DeviceDecision struct {
 	UserName string            `json:"n,omitempty"`
 	SID      string            `json:"sid,omitempty"`
 	AMR      []string          `json:"amr,omitempty"`
+	IDP      string            `json:"idp,omitempty"`
 	ACR      string            `json:"acr,omitempty"`
 	AuthTime time.Time         `json:"at"`
 }

@@ -77,9 +77,12 @@ type IDClaims struct {
 	Nonce    string   `json:"nonce,omitempty"`
 	ACR      string   `json:"acr,omitempty"`
 	AMR      []string `json:"amr,omitempty"`
-	SID      string   `json:"sid,omitempty"`
-	AtHash   string   `json:"at_hash,omitempty"`
-	AZP      string   `json:"azp,omitempty"`
+	// IDP names the upstream identity provider of a federated sign-in
+	// (API-federation.md: the provider's id).
+	IDP    string `json:"idp,omitempty"`
+	SID    string `json:"sid,omitempty"`
+	AtHash string `json:"at_hash,omitempty"`
+	AZP    string `json:"azp,omitempty"`
 	// The profile and email scopes' claims (see standardClaims).
 	StandardClaims
 }
@@ -157,7 +160,7 @@ func (s *Service) redeemCode(ctx context.Context, req TokenRequest) (Tokens, err
 	if err != nil {
 		return fail(err)
 	}
-	g := grant{client: c, tenant: t, user: u, grantID: ac.GrantID, scope: ac.Scope, nonce: ac.Nonce, sid: ac.SID, amr: ac.AMR, acr: acrOf(ac.ACR, ac.AMR),
+	g := grant{client: c, tenant: t, user: u, grantID: ac.GrantID, scope: ac.Scope, nonce: ac.Nonce, sid: ac.SID, amr: ac.AMR, idp: ac.IDP, acr: acrOf(ac.ACR, ac.AMR),
 		authTime: ac.AuthTime,
 		cnf:      cnf, tokenType: tokenType}
 	out, err := s.issue(ctx, g, ac.GrantID)
@@ -231,6 +234,7 @@ type grant struct {
 	nonce   string
 	sid     string
 	amr     []string
+	idp     string
 	// acr is the ID token's: the first acr_values value the sign-in met,
 	// else the acr it reached. Access tokens say the acr reached (of amr).
 	acr      string
@@ -269,8 +273,10 @@ func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error
 		now := s.cfg.Clock.Now().Truncate(time.Second)
 		c := IDClaims{Issuer: s.Issuer(), Subject: g.user.ID.String(), Audience: []string{g.client.ID}, AZP: g.client.ID,
 			IssuedAt: now.Unix(), Expiry: now.Add(s.cfg.IDTokenTTL).Unix(), AuthTime: g.authTime.Unix(),
-			Nonce: g.nonce, ACR: g.acr, AMR: g.amr, SID: g.sid, AtHash: AtHash(access)}
-		c.StandardClaims = standardClaims(g.user, scopes)
+			Nonce: g.nonce, ACR: g.acr, AMR: g.amr, IDP: g.idp, SID: g.sid, AtHash: AtHash(access)}
+		if c.StandardClaims, err = s.userClaims(ctx, g.user, scopes); err != nil {
+			return Tokens{}, err
+		}
 		if out.IDToken, err = s.cfg.Keys.SignIDToken(ctx, g.client.IDTokenAlgorithm(), c); err != nil {
 			return Tokens{}, err
 		}
@@ -280,7 +286,7 @@ func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error
 		// records the access token, so revoking the grant reaches it.
 		now := s.now()
 		if err := s.st.CreateOIDCRefreshToken(ctx, RefreshToken{Hash: hashOf(newSecret()), GrantID: g.grantID, ClientID: g.client.ID, TenantID: g.tenant.ID,
-			UserID: g.user.ID, Scope: g.scope, SID: g.sid, AMR: g.amr, AuthTime: g.authTime, AccessJTI: jti,
+			UserID: g.user.ID, Scope: g.scope, SID: g.sid, AMR: g.amr, IDP: g.idp, AuthTime: g.authTime, AccessJTI: jti,
 			CreatedAt: now, ExpiresAt: now.Add(s.cfg.Identity.AccessTokenTTL()), UsedAt: &now}); err != nil {
 			return Tokens{}, err
 		}
@@ -293,7 +299,7 @@ func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error
 			jkt = g.cnf.JKT // RFC 9449 §5: a public client's token is bound to its key
 		}
 		if err := s.st.CreateOIDCRefreshToken(ctx, RefreshToken{Hash: hashOf(rt), GrantID: g.grantID, ClientID: g.client.ID, TenantID: g.tenant.ID,
-			UserID: g.user.ID, Scope: g.scope, SID: g.sid, AMR: g.amr, ACR: g.acr, AuthTime: g.authTime, AccessJTI: jti,
+			UserID: g.user.ID, Scope: g.scope, SID: g.sid, AMR: g.amr, ACR: g.acr, IDP: g.idp, AuthTime: g.authTime, AccessJTI: jti,
 			CreatedAt: now, ExpiresAt: now.Add(s.cfg.RefreshTTL), DPoPJKT: jkt}); err != nil {
 			return Tokens{}, err
 		}
@@ -385,7 +391,7 @@ func (s *Service) refresh(ctx context.Context, req TokenRequest) (Tokens, error)
 	if err != nil {
 		return fail(err)
 	}
-	g := grant{client: c, tenant: t, user: u, grantID: rt.GrantID, scope: scope, sid: rt.SID, amr: rt.AMR, acr: acrOf(rt.ACR, rt.AMR), authTime: rt.AuthTime,
+	g := grant{client: c, tenant: t, user: u, grantID: rt.GrantID, scope: scope, sid: rt.SID, amr: rt.AMR, idp: rt.IDP, acr: acrOf(rt.ACR, rt.AMR), authTime: rt.AuthTime,
 		cnf: cnf, tokenType: tokenType, noRefresh: c.IsFAPI2()}
 	out, err := s.issue(ctx, g, newGrantID())
 	if err != nil {

@@ -45,7 +45,7 @@ func (s *Store) ClaimExportJob(ctx context.Context, owner string, now time.Time,
 	}
 	sortByTimeID(free, func(j audit.ExportJob) (time.Time, string) { return j.StartedAt, j.ID })
 	j := free[0]
-	j.LeaseOwner, j.LeaseUntil = owner, now.Add(leaseFor)
+	j.LeaseOwner, j.LeaseUntil, j.RecordsWritten = owner, now.Add(leaseFor), 0
 	j.Attempts++
 	s.exportJobs[j.ID] = cloneJob(j)
 	return j, nil
@@ -64,10 +64,10 @@ func (s *Store) updateHeldLocked(tenantID, id, owner string, now time.Time, chan
 }
 
 // RenewExportLease implements audit.ExportStore.
-func (s *Store) RenewExportLease(ctx context.Context, tenantID, id, owner string, now time.Time, leaseFor time.Duration) error {
+func (s *Store) RenewExportLease(ctx context.Context, tenantID, id, owner string, now time.Time, leaseFor time.Duration, recordsWritten int64) error {
 	defer s.lock()()
 	return s.updateHeldLocked(tenantID, id, owner, now, func(j *audit.ExportJob) {
-		j.LeaseUntil = now.Add(leaseFor)
+		j.LeaseUntil, j.RecordsWritten = now.Add(leaseFor), recordsWritten
 	})
 }
 
@@ -77,6 +77,7 @@ func (s *Store) CompleteExportJob(ctx context.Context, tenantID, id, owner strin
 	return s.updateHeldLocked(tenantID, id, owner, now, func(j *audit.ExportJob) {
 		j.State, j.EndedAt = audit.JobSucceeded, &now
 		j.Archive, j.ArchiveSize, j.Summary, j.ArchiveExpiresAt = res.Archive, res.ArchiveSize, res.Summary, res.ArchiveExpiresAt
+		j.RecordsWritten = res.Summary.Count
 		j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 	})
 }

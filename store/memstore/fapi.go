@@ -91,8 +91,8 @@ func (s *Store) TakePushedRequest(ctx context.Context, hash []byte, now time.Tim
 	return out, nil
 }
 
-// CreateTokenExchangeLink implements identity.Store.
-func (s *Store) CreateTokenExchangeLink(ctx context.Context, l identity.TokenExchangeLink, now time.Time) error {
+// CreateTokenExchangeLinks implements identity.Store.
+func (s *Store) CreateTokenExchangeLinks(ctx context.Context, ls []identity.TokenExchangeLink, now time.Time) error {
 	defer s.lock()()
 	d := s.oauthArea()
 	if d.links == nil {
@@ -103,8 +103,10 @@ func (s *Store) CreateTokenExchangeLink(ctx context.Context, l identity.TokenExc
 			delete(d.links, k)
 		}
 	}
-	if _, ok := d.links[[2]string{l.ParentJTI, l.ChildJTI}]; !ok {
-		d.links[[2]string{l.ParentJTI, l.ChildJTI}] = l
+	for _, l := range ls {
+		if _, ok := d.links[[2]string{l.ParentJTI, l.ChildJTI}]; !ok {
+			d.links[[2]string{l.ParentJTI, l.ChildJTI}] = l
+		}
 	}
 	return nil
 }

@@ -21,7 +21,7 @@ var _ audit.ExportStore = (*Store)(nil)
 const ScanChunk = 1000
 
 const exportJobCols = `id, tenant_id, from_time, to_time, resource_id, source, actor_id, action, status,
-	state, started_at, ended_at, error, archive, archive_size, summary, archive_expires_at, attempts, lease_owner, lease_until, trace_id, trace_parent`
+	state, started_at, ended_at, error, archive, archive_size, summary, archive_expires_at, attempts, lease_owner, lease_until, trace_id, trace_parent, records_written`
 
 func (s *Store) scanExportJob(row Row) (audit.ExportJob, error) {
 	var (
@@ -31,7 +31,7 @@ func (s *Store) scanExportJob(row Row) (audit.ExportJob, error) {
 	)
 	q := &j.Request
 	err := row.Scan(&j.ID, &j.TenantID, &q.From, &q.To, &q.ResourceID, &q.Source, &q.ActorID, &q.Action, &q.Status,
-		&j.State, &j.StartedAt, &j.EndedAt, &j.Error, &j.Archive, &j.ArchiveSize, &summary, &expires, &j.Attempts, &j.LeaseOwner, &lease, &j.TraceID, &j.TraceParent)
+		&j.State, &j.StartedAt, &j.EndedAt, &j.Error, &j.Archive, &j.ArchiveSize, &summary, &expires, &j.Attempts, &j.LeaseOwner, &lease, &j.TraceID, &j.TraceParent, &j.RecordsWritten)
 	if err != nil {
 		return audit.ExportJob{}, s.notFound(err, "export job")
 	}
@@ -47,10 +47,10 @@ func (s *Store) CreateExportJob(ctx context.Context, j audit.ExportJob) error {
 	}
 	q := j.Request
 	return s.exec(ctx, `INSERT INTO export_jobs (`+exportJobCols+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23)`,
 		j.ID, j.TenantID, q.From, q.To, q.ResourceID, q.Source, q.ActorID, q.Action, q.Status,
 		j.State, j.StartedAt, j.EndedAt, j.Error, j.Archive, j.ArchiveSize, string(summary), optTime(j.ArchiveExpiresAt),
-		j.Attempts, j.LeaseOwner, optTime(j.LeaseUntil), j.TraceID, j.TraceParent)
+		j.Attempts, j.LeaseOwner, optTime(j.LeaseUntil), j.TraceID, j.TraceParent, j.RecordsWritten)
 }
 
 // GetExportJob implements audit.ExportStore.
@@ -64,7 +64,7 @@ func (s *Store) GetExportJob(ctx context.Context, tenantID, id string) (audit.Ex
 // increments Attempts, and the old owner's Renew, Complete and Fail then
 // fail with Conflict.
 func (s *Store) ClaimExportJob(ctx context.Context, owner string, now time.Time, leaseFor time.Duration) (audit.ExportJob, error) {
-	j, err := s.scanExportJob(s.c.Write().QueryRow(ctx, `UPDATE export_jobs SET lease_owner = $1, lease_until = $2, attempts = attempts + 1
+	j, err := s.scanExportJob(s.c.Write().QueryRow(ctx, `UPDATE export_jobs SET lease_owner = $1, lease_until = $2, attempts = attempts + 1, records_written = 0
 		WHERE id = (SELECT id FROM export_jobs
 			WHERE state = 'ACTIVE' AND (lease_until IS NULL OR lease_until <= $3)
 			ORDER BY started_at, id LIMIT 1`+s.d.SkipLocked+`)
@@ -99,8 +99,8 @@ func (s *Store) held(ctx context.Context, tenantID, id, owner string, now time.T
 }
 
 // RenewExportLease implements audit.ExportStore.
-func (s *Store) RenewExportLease(ctx context.Context, tenantID, id, owner string, now time.Time, leaseFor time.Duration) error {
-	return s.held(ctx, tenantID, id, owner, now, `lease_until = $1`, now.Add(leaseFor))
+func (s *Store) RenewExportLease(ctx context.Context, tenantID, id, owner string, now time.Time, leaseFor time.Duration, recordsWritten int64) error {
+	return s.held(ctx, tenantID, id, owner, now, `lease_until = $1, records_written = $2`, now.Add(leaseFor), recordsWritten)
 }
 
 // CompleteExportJob implements audit.ExportStore.
@@ -110,8 +110,8 @@ func (s *Store) CompleteExportJob(ctx context.Context, tenantID, id, owner strin
 		return fault.E(fault.Internal, err)
 	}
 	return s.held(ctx, tenantID, id, owner, now,
-		`state = 'SUCCEEDED', ended_at = $1, archive = $2, archive_size = $3, summary = $4, archive_expires_at = $5, lease_owner = '', lease_until = $6`,
-		now, res.Archive, res.ArchiveSize, string(summary), optTime(res.ArchiveExpiresAt), (*time.Time)(nil))
+		`state = 'SUCCEEDED', ended_at = $1, archive = $2, archive_size = $3, summary = $4, archive_expires_at = $5, lease_owner = '', lease_until = $6, records_written = $7`,
+		now, res.Archive, res.ArchiveSize, string(summary), optTime(res.ArchiveExpiresAt), (*time.Time)(nil), res.Summary.Count)
 }
 
 // FailExportJob implements audit.ExportStore.

@@ -84,13 +84,16 @@ func (s *Store) TakePushedRequest(ctx context.Context, hash []byte, now time.Tim
 	return takeOnce(ctx, s, s.scanPushed, "oauth_par_requests", parCols, hash, now, func(r *oidc.PushedRequest) { r.UsedAt = nil })
 }
 
-// CreateTokenExchangeLink implements identity.Store.
-func (s *Store) CreateTokenExchangeLink(ctx context.Context, l identity.TokenExchangeLink, now time.Time) error {
+// CreateTokenExchangeLinks implements identity.Store: the sweep and
+// the inserts in one transaction.
+func (s *Store) CreateTokenExchangeLinks(ctx context.Context, ls []identity.TokenExchangeLink, now time.Time) error {
 	return s.c.Tx(ctx, func(q Querier) error {
 		b := &Batch{}
 		b.Exec(nil, `DELETE FROM token_exchange_links WHERE expires_at < $1`, now)
-		b.Exec(nil, `INSERT INTO token_exchange_links (parent_jti, child_jti, tenant_id, expires_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
-			l.ParentJTI, l.ChildJTI, l.TenantID, l.ExpiresAt)
+		for _, l := range ls {
+			b.Exec(nil, `INSERT INTO token_exchange_links (parent_jti, child_jti, tenant_id, expires_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING`,
+				l.ParentJTI, l.ChildJTI, l.TenantID, l.ExpiresAt)
+		}
 		return q.Batch(ctx, b)
 	})
 }

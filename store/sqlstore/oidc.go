@@ -19,16 +19,16 @@ var noTime *time.Time
 // create also sweeps the expired rows of its table (an index on
 // expires_at keeps that cheap), so no worker is needed.
 
-const oidcCodeCols = `hash, grant_id, client_id, tenant_id, user_id, redirect_uri, challenge, scope, nonce, sid, amr, auth_time, created_at, expires_at, used_at, acr, dpop_jkt`
+const oidcCodeCols = `hash, grant_id, client_id, tenant_id, user_id, redirect_uri, challenge, scope, nonce, sid, amr, auth_time, created_at, expires_at, used_at, acr, dpop_jkt, idp`
 
 // CreateAuthCode implements oidc.Store.
 func (s *Store) CreateAuthCode(ctx context.Context, c oidc.AuthCode) error {
 	return s.c.Tx(ctx, func(q Querier) error {
 		b := &Batch{}
 		b.Exec(nil, `DELETE FROM oidc_codes WHERE expires_at < $1`, c.CreatedAt.Add(-oidc.CodeRetention))
-		b.Exec(nil, `INSERT INTO oidc_codes (`+oidcCodeCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`,
+		b.Exec(nil, `INSERT INTO oidc_codes (`+oidcCodeCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
 			c.Hash, c.GrantID, c.ClientID, c.TenantID, c.UserID[:], c.RedirectURI, c.Challenge, c.Scope, c.Nonce, c.SID,
-			append([]string{}, c.AMR...), c.AuthTime, c.CreatedAt, c.ExpiresAt, c.UsedAt, c.ACR, c.DPoPJKT)
+			append([]string{}, c.AMR...), c.AuthTime, c.CreatedAt, c.ExpiresAt, c.UsedAt, c.ACR, c.DPoPJKT, c.IDP)
 		return q.Batch(ctx, b)
 	})
 }
@@ -39,7 +39,7 @@ func (s *Store) scanAuthCode(row Row) (oidc.AuthCode, error) {
 		uid []byte
 	)
 	err := row.Scan(&c.Hash, &c.GrantID, &c.ClientID, &c.TenantID, &uid, &c.RedirectURI, &c.Challenge, &c.Scope, &c.Nonce, &c.SID,
-		&c.AMR, &c.AuthTime, &c.CreatedAt, &c.ExpiresAt, &c.UsedAt, &c.ACR, &c.DPoPJKT)
+		&c.AMR, &c.AuthTime, &c.CreatedAt, &c.ExpiresAt, &c.UsedAt, &c.ACR, &c.DPoPJKT, &c.IDP)
 	if err != nil {
 		return oidc.AuthCode{}, s.notFound(err, "authorization code")
 	}
@@ -72,16 +72,16 @@ func takeOnce[T any](ctx context.Context, s *Store, scan func(Row) (T, error), t
 	return scan(s.c.Read().QueryRow(ctx, `SELECT `+cols+` FROM `+table+` WHERE hash = $1`, hash))
 }
 
-const oidcRefreshCols = `hash, grant_id, client_id, tenant_id, user_id, scope, sid, amr, auth_time, access_jti, created_at, expires_at, used_at, acr, dpop_jkt`
+const oidcRefreshCols = `hash, grant_id, client_id, tenant_id, user_id, scope, sid, amr, auth_time, access_jti, created_at, expires_at, used_at, acr, dpop_jkt, idp`
 
 // CreateOIDCRefreshToken implements oidc.Store.
 func (s *Store) CreateOIDCRefreshToken(ctx context.Context, t oidc.RefreshToken) error {
 	return s.c.Tx(ctx, func(q Querier) error {
 		b := &Batch{}
 		b.Exec(nil, `DELETE FROM oidc_refresh_tokens WHERE expires_at < $1`, t.CreatedAt)
-		b.Exec(nil, `INSERT INTO oidc_refresh_tokens (`+oidcRefreshCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		b.Exec(nil, `INSERT INTO oidc_refresh_tokens (`+oidcRefreshCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 			t.Hash, t.GrantID, t.ClientID, t.TenantID, t.UserID[:], t.Scope, t.SID, append([]string{}, t.AMR...), t.AuthTime, t.AccessJTI,
-			t.CreatedAt, t.ExpiresAt, t.UsedAt, t.ACR, t.DPoPJKT)
+			t.CreatedAt, t.ExpiresAt, t.UsedAt, t.ACR, t.DPoPJKT, t.IDP)
 		return q.Batch(ctx, b)
 	})
 }
@@ -92,7 +92,7 @@ func (s *Store) scanOIDCRefresh(row Row) (oidc.RefreshToken, error) {
 		uid []byte
 	)
 	err := row.Scan(&t.Hash, &t.GrantID, &t.ClientID, &t.TenantID, &uid, &t.Scope, &t.SID, &t.AMR, &t.AuthTime, &t.AccessJTI,
-		&t.CreatedAt, &t.ExpiresAt, &t.UsedAt, &t.ACR, &t.DPoPJKT)
+		&t.CreatedAt, &t.ExpiresAt, &t.UsedAt, &t.ACR, &t.DPoPJKT, &t.IDP)
 	if err != nil {
 		return oidc.RefreshToken{}, s.notFound(err, "refresh token")
 	}
@@ -124,15 +124,15 @@ func (s *Store) RevokeOIDCGrant(ctx context.Context, grantID string, now time.Ti
 	return out, s.c.MapErr(err)
 }
 
-const oidcSessionCols = `id_hash, sid, tenant_id, user_id, user_name, amr, auth_time, created_at, expires_at, acr`
+const oidcSessionCols = `id_hash, sid, tenant_id, user_id, user_name, amr, auth_time, created_at, expires_at, acr, idp`
 
 // CreateOIDCSession implements oidc.Store.
 func (s *Store) CreateOIDCSession(ctx context.Context, o oidc.Session) error {
 	return s.c.Tx(ctx, func(q Querier) error {
 		b := &Batch{}
 		b.Exec(nil, `DELETE FROM oidc_sessions WHERE expires_at < $1`, o.CreatedAt)
-		b.Exec(nil, `INSERT INTO oidc_sessions (`+oidcSessionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
-			o.IDHash, o.SID, o.TenantID, o.UserID[:], o.UserName, append([]string{}, o.AMR...), o.AuthTime, o.CreatedAt, o.ExpiresAt, o.ACR)
+		b.Exec(nil, `INSERT INTO oidc_sessions (`+oidcSessionCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+			o.IDHash, o.SID, o.TenantID, o.UserID[:], o.UserName, append([]string{}, o.AMR...), o.AuthTime, o.CreatedAt, o.ExpiresAt, o.ACR, o.IDP)
 		return q.Batch(ctx, b)
 	})
 }
@@ -144,7 +144,7 @@ func (s *Store) GetOIDCSession(ctx context.Context, idHash []byte) (oidc.Session
 		uid []byte
 	)
 	err := s.c.Read().QueryRow(ctx, `SELECT `+oidcSessionCols+` FROM oidc_sessions WHERE id_hash = $1`, idHash).
-		Scan(&o.IDHash, &o.SID, &o.TenantID, &uid, &o.UserName, &o.AMR, &o.AuthTime, &o.CreatedAt, &o.ExpiresAt, &o.ACR)
+		Scan(&o.IDHash, &o.SID, &o.TenantID, &uid, &o.UserName, &o.AMR, &o.AuthTime, &o.CreatedAt, &o.ExpiresAt, &o.ACR, &o.IDP)
 	if err != nil {
 		return oidc.Session{}, s.notFound(err, "session")
 	}

@@ -74,14 +74,17 @@ var exportTests = []test{
 		if _, err := s.ClaimExportJob(ctx, "w2", now, time.Minute); !fault.Is(fault.NotFound, err) {
 			t.Errorf("second claim while leased = %v, want NotFound", err)
 		}
-		if err := s.RenewExportLease(ctx, j.TenantID, j.ID, "w2", now, time.Minute); !fault.Is(fault.Conflict, err) {
+		if err := s.RenewExportLease(ctx, j.TenantID, j.ID, "w2", now, time.Minute, 0); !fault.Is(fault.Conflict, err) {
 			t.Errorf("renew by another owner = %v, want Conflict", err)
 		}
-		if err := s.RenewExportLease(ctx, j.TenantID, "nope", "w1", now, time.Minute); !fault.Is(fault.NotFound, err) {
+		if err := s.RenewExportLease(ctx, j.TenantID, "nope", "w1", now, time.Minute, 0); !fault.Is(fault.NotFound, err) {
 			t.Errorf("renew of a missing job = %v, want NotFound", err)
 		}
-		if err := s.RenewExportLease(ctx, j.TenantID, j.ID, "w1", now.Add(30*time.Second), time.Minute); err != nil {
+		if err := s.RenewExportLease(ctx, j.TenantID, j.ID, "w1", now.Add(30*time.Second), time.Minute, 4242); err != nil {
 			t.Errorf("renew: %v", err)
+		}
+		if got, _ := s.GetExportJob(ctx, j.TenantID, j.ID); got.RecordsWritten != 4242 {
+			t.Errorf("recordsWritten after a renewal = %d, want 4242", got.RecordsWritten)
 		}
 		end := now.Add(50 * time.Second)
 		res := audit.ExportResult{Archive: j.ID + ".zip", ArchiveSize: 123, Summary: audit.Summary{Count: 2, FirstSeq: 1, LastSeq: 2, Runs: 1, KeyID: "k"},
@@ -96,6 +99,7 @@ var exportTests = []test{
 		want := j
 		want.State, want.EndedAt, want.Attempts = audit.JobSucceeded, &end, 1
 		want.Archive, want.ArchiveSize, want.Summary, want.ArchiveExpiresAt = res.Archive, res.ArchiveSize, res.Summary, res.ArchiveExpiresAt
+		want.RecordsWritten = res.Summary.Count
 		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
 			t.Errorf("completed job (-want +got):\n%s", d)
 		}
@@ -135,7 +139,7 @@ var exportTests = []test{
 			t.Fatal(err)
 		}
 		for name, err := range map[string]error{
-			"renew":    s.RenewExportLease(ctx, other, j.ID, "w", Epoch, time.Minute),
+			"renew":    s.RenewExportLease(ctx, other, j.ID, "w", Epoch, time.Minute, 0),
 			"complete": s.CompleteExportJob(ctx, other, j.ID, "w", Epoch, audit.ExportResult{}),
 			"fail":     s.FailExportJob(ctx, other, j.ID, "w", Epoch, "x"),
 		} {
@@ -169,7 +173,7 @@ var exportTests = []test{
 		if err != nil || took.ID != early.ID || took.LeaseOwner != "w3" || took.Attempts != 2 {
 			t.Fatalf("takeover = %+v, %v", took, err)
 		}
-		if err := s.RenewExportLease(ctx, early.TenantID, early.ID, "dead", at, time.Minute); !fault.Is(fault.Conflict, err) {
+		if err := s.RenewExportLease(ctx, early.TenantID, early.ID, "dead", at, time.Minute, 0); !fault.Is(fault.Conflict, err) {
 			t.Errorf("renew by the previous owner = %v, want Conflict", err)
 		}
 		if err := s.CompleteExportJob(ctx, early.TenantID, early.ID, "dead", at, audit.ExportResult{}); !fault.Is(fault.Conflict, err) {

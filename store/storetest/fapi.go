@@ -147,11 +147,15 @@ var fapiTests = []test{
 	}},
 	{"TokenExchangeLinks", func(t *testing.T, ctx context.Context, s Store) {
 		l := identity.TokenExchangeLink{ParentJTI: "p", ChildJTI: "c1", TenantID: "t", ExpiresAt: Epoch.Add(time.Hour)}
-		for _, x := range []identity.TokenExchangeLink{l, l, {ParentJTI: "p", ChildJTI: "c0", TenantID: "t", ExpiresAt: Epoch.Add(time.Minute)},
-			{ParentJTI: "q", ChildJTI: "c2", TenantID: "t", ExpiresAt: Epoch.Add(time.Hour)}} {
-			if err := s.CreateTokenExchangeLink(ctx, x, Epoch); err != nil {
+		// One at a time, twice the same, then several in one call.
+		for _, ls := range [][]identity.TokenExchangeLink{{l}, {l}, {{ParentJTI: "p", ChildJTI: "c0", TenantID: "t", ExpiresAt: Epoch.Add(time.Minute)},
+			{ParentJTI: "q", ChildJTI: "c2", TenantID: "t", ExpiresAt: Epoch.Add(time.Hour)}, l}} {
+			if err := s.CreateTokenExchangeLinks(ctx, ls, Epoch); err != nil {
 				t.Fatal(err)
 			}
+		}
+		if got, _ := s.ListTokenExchangeChildren(ctx, "q"); len(got) != 1 || got[0].ChildJTI != "c2" {
+			t.Errorf("children of q: %+v", got)
 		}
 		got, err := s.ListTokenExchangeChildren(ctx, "p")
 		if err != nil {
@@ -162,7 +166,7 @@ var fapiTests = []test{
 			t.Errorf("children (-want +got):\n%s", d)
 		}
 		// A later insert sweeps the expired link.
-		if err := s.CreateTokenExchangeLink(ctx, identity.TokenExchangeLink{ParentJTI: "p", ChildJTI: "c3", TenantID: "t", ExpiresAt: Epoch.Add(2 * time.Hour)}, Epoch.Add(2*time.Minute)); err != nil {
+		if err := s.CreateTokenExchangeLinks(ctx, []identity.TokenExchangeLink{{ParentJTI: "p", ChildJTI: "c3", TenantID: "t", ExpiresAt: Epoch.Add(2 * time.Hour)}}, Epoch.Add(2*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
 		if got, _ := s.ListTokenExchangeChildren(ctx, "p"); len(got) != 2 || got[0].ChildJTI != "c1" {

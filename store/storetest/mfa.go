@@ -376,12 +376,12 @@ var mfaTests = []test{
 			t.Errorf("guide session (-want +got):\n%s %v", gocmp.Diff(g, gg), err)
 		}
 		sess := oidc.Session{IDHash: []byte("oidc-1"), SID: "sid", TenantID: "t1", UserID: u, UserName: "u", AMR: []string{"pwd", "otp", "mfa"},
-			ACR: identity.ACRMFA, AuthTime: Epoch, CreatedAt: Epoch, ExpiresAt: Epoch.Add(time.Hour)}
+			ACR: identity.ACRMFA, IDP: "corp", AuthTime: Epoch, CreatedAt: Epoch, ExpiresAt: Epoch.Add(time.Hour)}
 		if err := s.CreateOIDCSession(ctx, sess); err != nil {
 			t.Fatal(err)
 		}
-		if got, err := s.GetOIDCSession(ctx, sess.IDHash); err != nil || got.ACR != identity.ACRMFA {
-			t.Errorf("oidc session acr %q, %v", got.ACR, err)
+		if got, err := s.GetOIDCSession(ctx, sess.IDHash); err != nil || got.ACR != identity.ACRMFA || got.IDP != "corp" {
+			t.Errorf("oidc session acr %q, idp %q, %v", got.ACR, got.IDP, err)
 		}
 	}},
 	{"EndUserSessions", func(t *testing.T, ctx context.Context, s Store) {

@@ -41,7 +41,7 @@ var oidcTests = []test{
 	}},
 	{"AuthCodeTakenOnce", func(t *testing.T, ctx context.Context, s Store) {
 		c := oidc.AuthCode{Hash: oidcHash("code"), GrantID: "g1", ClientID: "lkc_1", TenantID: "t1", UserID: identity.NewObjectID(),
-			RedirectURI: "https://app.example.com/cb", Challenge: "ch", Scope: "openid", Nonce: "n", SID: "sid", AMR: []string{"hwk", "user"},
+			RedirectURI: "https://app.example.com/cb", Challenge: "ch", Scope: "openid", Nonce: "n", SID: "sid", AMR: []string{"hwk", "user"}, IDP: "corp",
 			AuthTime: Epoch.Add(-time.Minute), CreatedAt: Epoch, ExpiresAt: Epoch.Add(time.Minute)}
 		if err := s.CreateAuthCode(ctx, c); err != nil {
 			t.Fatal(err)
@@ -120,7 +120,7 @@ var oidcTests = []test{
 		uid := identity.NewObjectID()
 		rt := func(name string, at time.Duration) oidc.RefreshToken {
 			return oidc.RefreshToken{Hash: oidcHash(name), GrantID: "grant", ClientID: "c", TenantID: "t", UserID: uid, Scope: "openid offline_access",
-				SID: "sid", AMR: []string{"pwd"}, AuthTime: Epoch, AccessJTI: "jti-" + name, CreatedAt: Epoch.Add(at), ExpiresAt: Epoch.Add(at + time.Hour)}
+				SID: "sid", AMR: []string{"pwd"}, IDP: "corp", AuthTime: Epoch, AccessJTI: "jti-" + name, CreatedAt: Epoch.Add(at), ExpiresAt: Epoch.Add(at + time.Hour)}
 		}
 		one, two := rt("one", 0), rt("two", time.Minute)
 		other := rt("other", 0)

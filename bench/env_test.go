@@ -25,16 +25,20 @@ type env struct {
 	client *http.Client
 	root   identity.Tenant
 	admin  identity.Principal
+	dbPath string // the SQLite file, for newEnv's platforms
 }
 
 func newEnv(b *testing.B, params identity.PasswordParams, opts ...func(*latchkey.Config)) *env {
 	b.Helper()
-	st, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "bench.db"), sqlite.Options{})
+	path := filepath.Join(b.TempDir(), "bench.db")
+	st, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	return newEnvOn(b, st, params, opts...)
+	e := newEnvOn(b, st, params, opts...)
+	e.dbPath = path
+	return e
 }
 
 // newEnvOn is newEnv on a store the caller opened (and closes).

@@ -76,6 +76,20 @@ func newChromium(t *testing.T) *chromium {
 	if testing.Short() {
 		t.Skip("browser test in -short mode")
 	}
+	bctx := chromiumTab(t)
+	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("browser: %v", err)
+	}
+	tctx, cancel := context.WithTimeout(bctx, 120*time.Second)
+	t.Cleanup(cancel)
+	return &chromium{t: t, ctx: tctx}
+}
+
+// chromiumTab is a tab of a headless Chromium of its own (a fresh
+// profile, certificate errors ignored for httptest's TLS); its first
+// action starts the browser.
+func chromiumTab(t *testing.T) context.Context {
+	t.Helper()
 	actx, cancel := chromedp.NewExecAllocator(t.Context(),
 		chromedp.ExecPath(chromiumPath(t)), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
@@ -85,12 +99,7 @@ func newChromium(t *testing.T) *chromium {
 	t.Cleanup(cancel)
 	bctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(cancel)
-	if err := chromedp.Do(bctx, chromedp.Navigate("about:blank")); err != nil {
-		t.Fatalf("browser: %v", err)
-	}
-	tctx, cancel := context.WithTimeout(bctx, 120*time.Second)
-	t.Cleanup(cancel)
-	return &chromium{t: t, ctx: tctx}
+	return bctx
 }
 
 func (c *chromium) run(what string, steps ...chromedp.Action[chromedp.Void]) {

@@ -40,7 +40,6 @@ func newPasskeyBrowser(t *testing.T) *passkeyBrowser {
 	if testing.Short() {
 		t.Skip("browser test in -short mode")
 	}
-	browser := chromiumPath(t)
 	ctx := t.Context()
 	st := memstore.New()
 	srv := httptest.NewUnstartedServer(nil)
@@ -73,15 +72,7 @@ func newPasskeyBrowser(t *testing.T) *passkeyBrowser {
 		t.Fatalf("settings: %v %v", resp, err)
 	}
 
-	actx, cancel := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(browser), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.NoFirstRun, chromedp.Flag("ignore-certificate-errors", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
-	)
-	t.Cleanup(cancel)
-	bctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(cancel)
+	bctx := chromiumTab(t)
 	// The first action starts the browser: no deadline on it.
 	if err := chromedp.Do(bctx, chromedp.Navigate(url+"/guide/")); err != nil {
 		t.Fatalf("browser: %v", err)

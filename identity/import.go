@@ -107,6 +107,81 @@ type UserImporter interface {
 	ImportUsers(ctx context.Context, creates, updates []User, recs []*audit.Record) error
 }
 
+// ImportLookup is implemented by stores that read the existing users of
+// a whole import batch at once: those of the tenant whose externalId is
+// among externalIDs or whose name is among names. One query a batch
+// instead of one or two a line is most of P19's import rate on SQLite.
+type ImportLookup interface {
+	LookupImportUsers(ctx context.Context, tenantID string, externalIDs, names []string) ([]User, error)
+}
+
+// importFinder answers prepareLine's reads: from a batch's lookup when
+// the store has one, else from the store line by line.
+type importFinder struct {
+	st            Store
+	tenantID      string
+	batch         bool
+	byExt, byName map[string]User
+}
+
+func (f *importFinder) byExternalID(ctx context.Context, id string) (User, error) {
+	if !f.batch {
+		return f.st.GetUserByExternalID(ctx, f.tenantID, id)
+	}
+	if u, ok := f.byExt[id]; ok {
+		return u, nil
+	}
+	return User{}, fault.E(fault.NotFound, "user not found")
+}
+
+func (f *importFinder) byNameOf(ctx context.Context, name string) (User, error) {
+	if !f.batch {
+		return f.st.GetUserByName(ctx, f.tenantID, name)
+	}
+	if u, ok := f.byName[name]; ok {
+		return u, nil
+	}
+	return User{}, fault.E(fault.NotFound, "user not found")
+}
+
+// finder reads, when the store can, the existing users of the lines at
+// once. A line that does not parse is left to prepareLine to fail.
+func (s *Service) finder(ctx context.Context, tenantID string, lines [][]byte) (*importFinder, error) {
+	f := &importFinder{st: s.st, tenantID: tenantID}
+	look, ok := s.st.(ImportLookup)
+	if !ok {
+		return f, nil
+	}
+	var exts, names []string
+	for _, raw := range lines {
+		var in struct {
+			Name       string `json:"name"`
+			ExternalID string `json:"externalId"`
+		}
+		if json.Unmarshal(raw, &in) != nil {
+			continue
+		}
+		if in.ExternalID != "" {
+			exts = append(exts, in.ExternalID)
+		}
+		if in.Name != "" {
+			names = append(names, in.Name)
+		}
+	}
+	users, err := look.LookupImportUsers(ctx, tenantID, exts, names)
+	if err != nil {
+		return nil, err
+	}
+	f.batch, f.byExt, f.byName = true, make(map[string]User, len(users)), make(map[string]User, len(users))
+	for _, u := range users {
+		if u.ExternalID != "" {
+			f.byExt[u.ExternalID] = u
+		}
+		f.byName[u.Name] = u
+	}
+	return f, nil
+}
+
 // SplitImport checks an import body against the limits and splits it
 // into its lines (blank lines are kept, to keep the numbering, and fail
 // as invalid). Over a limit it returns fault.TooLarge and nothing else.
@@ -197,8 +272,12 @@ func (s *Service) ImportUsers(ctx context.Context, p Principal, tenantID string,
 	for start := 0; start < len(lines); start += ImportBatch {
 		end := min(start+ImportBatch, len(lines))
 		batch := make([]*pendingLine, 0, end-start)
+		find, err := s.finder(ctx, t.ID, lines[start:end])
+		if err != nil {
+			return sum, err
+		}
 		for i := start; i < end; i++ {
-			batch = append(batch, s.prepareLine(ctx, t, i+1, lines[i], opts, seen))
+			batch = append(batch, s.prepareLine(ctx, t, find, i+1, lines[i], opts, seen))
 		}
 		if !opts.DryRun {
 			if err := s.commitImport(ctx, imp, builder, t, batch); err != nil {
@@ -226,7 +305,7 @@ func failLine(pl *pendingLine, code, field, msg string) *pendingLine {
 
 // prepareLine decides what a line does, reading the store but writing
 // nothing.
-func (s *Service) prepareLine(ctx context.Context, t Tenant, n int, raw []byte, opts ImportOptions, seen map[string]int) *pendingLine {
+func (s *Service) prepareLine(ctx context.Context, t Tenant, find *importFinder, n int, raw []byte, opts ImportOptions, seen map[string]int) *pendingLine {
 	pl := &pendingLine{n: n, res: ImportResult{Line: n}}
 	var in ImportLine
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -292,9 +371,9 @@ func (s *Service) prepareLine(ctx context.Context, t Tenant, n int, raw []byte, 
 		err error
 	)
 	if in.ExternalID != "" {
-		old, err = s.st.GetUserByExternalID(ctx, t.ID, in.ExternalID)
+		old, err = find.byExternalID(ctx, in.ExternalID)
 	} else {
-		old, err = s.st.GetUserByName(ctx, t.ID, in.Name)
+		old, err = find.byNameOf(ctx, in.Name)
 	}
 	if err != nil && !fault.Is(fault.NotFound, err) {
 		return failLine(pl, importCodeInvalid, "", "the user cannot be read: "+fault.MessageOf(err))
@@ -306,7 +385,7 @@ func (s *Service) prepareLine(ctx context.Context, t Tenant, n int, raw []byte, 
 	prof.apply(&u)
 	if err != nil { // not found: a new user
 		if in.ExternalID != "" { // the name must be free too
-			if o, err := s.st.GetUserByName(ctx, t.ID, in.Name); err == nil {
+			if o, err := find.byNameOf(ctx, in.Name); err == nil {
 				return failLine(pl, importCodeConflict, "name", fmt.Sprintf("the name belongs to another user (%s)", o.ID))
 			}
 		}
@@ -341,7 +420,7 @@ func (s *Service) prepareLine(ctx context.Context, t Tenant, n int, raw []byte, 
 		return failLine(pl, importCodeConflict, "", "the user exists with other fields (onConflict=fail)")
 	default:
 		if old.Name != u.Name {
-			if _, err := s.st.GetUserByName(ctx, t.ID, u.Name); err == nil {
+			if _, err := find.byNameOf(ctx, u.Name); err == nil {
 				return failLine(pl, importCodeConflict, "name", "the new name belongs to another user")
 			}
 		}

@@ -78,10 +78,13 @@ const (
 	ScopeProfile       = "profile"
 	ScopeEmail         = "email"
 	ScopeOfflineAccess = "offline_access"
+	// ScopeGroups asks for the groups claim: the display names of the
+	// user's groups (API-federation.md).
+	ScopeGroups = "groups"
 )
 
 // OIDCScopes lists the OpenID Connect scopes a client may be registered for.
-var OIDCScopes = []string{ScopeOpenID, ScopeProfile, ScopeEmail, ScopeOfflineAccess}
+var OIDCScopes = []string{ScopeOpenID, ScopeProfile, ScopeEmail, ScopeOfflineAccess, ScopeGroups}
 
 // Plan feature names.
 const FeatureFIDOImport = "fido-import"

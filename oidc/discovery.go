@@ -38,7 +38,7 @@ func (s *Service) Discovery(e Endpoints) map[string]any {
 		"scopes_supported":                      append(append([]string{}, identity.OIDCScopes...), identity.AllScopes...),
 		"acr_values_supported":                  identity.ACRValues,
 		"claims_supported": []string{"iss", "sub", "aud", "exp", "iat", "auth_time", "nonce", "acr", "amr", "idp", "sid", "at_hash", "azp",
-			"preferred_username", "name", "given_name", "family_name", "email", "email_verified"},
+			"preferred_username", "name", "given_name", "family_name", "email", "email_verified", "groups"},
 		"prompt_values_supported":                          []string{"none", "login"},
 		"token_endpoint_auth_methods_supported":            auth,
 		"authorization_response_iss_parameter_supported":   true,

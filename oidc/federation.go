@@ -67,15 +67,7 @@ func (s *Service) UpstreamStart(ctx context.Context, request, csrfToken, browser
 	if !s.checkCSRF(browserID, csrfToken) {
 		return "", nil, fault.E(fault.Forbidden, fault.Field("csrf_token"), MsgCSRF)
 	}
-	req, err := s.openRequest(request)
-	if err != nil {
-		return "", nil, err
-	}
-	c, t, err := s.clientAndTenant(ctx, req)
-	if err != nil {
-		return "", nil, err
-	}
-	return t.ID, c.IdentityProviders, nil
+	return s.UpstreamHinted(ctx, request)
 }
 
 // UpstreamSignIn completes the sealed request for a user an upstream

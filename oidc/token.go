@@ -274,7 +274,9 @@ func (s *Service) issue(ctx context.Context, g grant, jti string) (Tokens, error
 		c := IDClaims{Issuer: s.Issuer(), Subject: g.user.ID.String(), Audience: []string{g.client.ID}, AZP: g.client.ID,
 			IssuedAt: now.Unix(), Expiry: now.Add(s.cfg.IDTokenTTL).Unix(), AuthTime: g.authTime.Unix(),
 			Nonce: g.nonce, ACR: g.acr, AMR: g.amr, IDP: g.idp, SID: g.sid, AtHash: AtHash(access)}
-		c.StandardClaims = standardClaims(g.user, scopes)
+		if c.StandardClaims, err = s.userClaims(ctx, g.user, scopes); err != nil {
+			return Tokens{}, err
+		}
 		if out.IDToken, err = s.cfg.Keys.SignIDToken(ctx, g.client.IDTokenAlgorithm(), c); err != nil {
 			return Tokens{}, err
 		}

@@ -27,6 +27,34 @@ type StandardClaims struct {
 	FamilyName        string `json:"family_name,omitempty"`
 	Email             string `json:"email,omitempty"`
 	EmailVerified     *bool  `json:"email_verified,omitempty"`
+	// Groups are the display names of the user's groups (the groups
+	// scope), sorted; [] for none. A pointer, as go-jose's encoder
+	// knows no omitzero and an empty list must show.
+	Groups *[]string `json:"groups,omitempty"`
+}
+
+// userClaims are standardClaims plus, with the groups scope, the groups
+// claim: the display names of the user's groups, [] for none.
+func (s *Service) userClaims(ctx context.Context, u identity.User, scopes []string) (StandardClaims, error) {
+	c := standardClaims(u, scopes)
+	if !slices.Contains(scopes, identity.ScopeGroups) {
+		return c, nil
+	}
+	names := []string{}
+	c.Groups = &names
+	gs, ok := s.cfg.Users.(identity.GroupStore)
+	if !ok {
+		return c, nil
+	}
+	groups, err := gs.UserGroups(ctx, u.TenantID, u.ID)
+	if err != nil {
+		return StandardClaims{}, err
+	}
+	for _, g := range groups {
+		names = append(names, g.DisplayName)
+	}
+	slices.Sort(names)
+	return c, nil
 }
 
 // standardClaims are the claims of u that scopes grant: with profile,
@@ -63,5 +91,9 @@ func (s *Service) UserInfo(ctx context.Context, p identity.Principal) (UserInfo,
 	} else if err != nil {
 		return UserInfo{}, err
 	}
-	return UserInfo{Subject: u.ID.String(), StandardClaims: standardClaims(u, p.Scopes)}, nil
+	c, err := s.userClaims(ctx, u, p.Scopes)
+	if err != nil {
+		return UserInfo{}, err
+	}
+	return UserInfo{Subject: u.ID.String(), StandardClaims: c}, nil
 }

@@ -2,13 +2,52 @@ package sqlstore
 
 import (
 	"context"
+	"strconv"
+	"strings"
 
 	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/filter"
 	"github.com/latchkey/latchkey/identity"
 )
 
-var _ identity.UserImporter = (*Store)(nil)
+var (
+	_ identity.UserImporter = (*Store)(nil)
+	_ identity.ImportLookup = (*Store)(nil)
+)
+
+// LookupImportUsers implements identity.ImportLookup: two queries, one
+// along each unique index, (tenant_id, external_id) (partial: the
+// IS NOT NULL lets SQLite use it) and (tenant_id, name).
+func (s *Store) LookupImportUsers(ctx context.Context, tenantID string, externalIDs, names []string) ([]identity.User, error) {
+	var out []identity.User
+	for _, q := range []struct {
+		cond string
+		vals []string
+	}{
+		{`external_id IS NOT NULL AND external_id IN `, externalIDs},
+		{`name IN `, names},
+	} {
+		if len(q.vals) == 0 {
+			continue
+		}
+		args := make([]any, 0, 1+len(q.vals))
+		args = append(args, tenantID)
+		var b strings.Builder
+		for i, v := range q.vals {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			args = append(args, v)
+			b.WriteString("$" + strconv.Itoa(len(args)))
+		}
+		us, err := list(ctx, s, s.c.Read(), s.scanUser, `SELECT `+userCols+` FROM users WHERE tenant_id = $1 AND `+q.cond+`(`+b.String()+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, us...)
+	}
+	return out, nil
+}
 
 // ImportUsers implements identity.UserImporter in one pipelined
 // transaction: the inserts, updates and the locks of the audit heads

@@ -156,6 +156,21 @@ var directoryTests = []test{
 		}
 		_, _, err := s.QueryUsers(ctx, identity.UserQuery{TenantID: tn.ID, SortBy: "password", Limit: 1})
 		wantKind(t, "bad sortBy", err, fault.Invalid)
+		// The unfiltered total follows creates and deletes (SQLite keeps
+		// it in a counter), per tenant.
+		page, _, err := s.QueryUsers(ctx, identity.UserQuery{TenantID: tn.ID, SortBy: "userName", Limit: 1})
+		if err != nil || len(page) != 1 {
+			t.Fatalf("first user: %v %v", page, err)
+		}
+		if err := s.DeleteUser(ctx, tn.ID, page[0].ID, 0); err != nil {
+			t.Fatal(err)
+		}
+		mustUser(t, ctx, s, other.ID, "Dee")
+		for id, want := range map[string]int{tn.ID: 2, other.ID: 2} {
+			if _, total, err := s.QueryUsers(ctx, identity.UserQuery{TenantID: id, Limit: 0}); err != nil || total != want {
+				t.Errorf("tenant %s: total %d, want %d (%v)", id, total, want, err)
+			}
+		}
 	}},
 }
 

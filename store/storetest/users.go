@@ -20,6 +20,44 @@ func newUser(tenantID, name string) identity.User {
 }
 
 var userTests = []test{
+	{"LookupImportUsers", func(t *testing.T, ctx context.Context, s Store) {
+		look, ok := s.(identity.ImportLookup)
+		if !ok {
+			t.Skip("the store reads an import line by line")
+		}
+		a := mustCreateTenant(t, ctx, s, "AAAAAAAAAA")
+		b := mustCreateTenant(t, ctx, s, "BBBBBBBBBB")
+		var created []identity.User
+		for i, spec := range []struct{ tenant, name, ext string }{
+			{a.ID, "ann", "kc-1"}, {a.ID, "bob", ""}, {a.ID, "cid", "kc-3"}, {b.ID, "dee", "kc-1"}, {b.ID, "ann", ""},
+		} {
+			u := newUser(spec.tenant, spec.name)
+			u.ExternalID = spec.ext
+			if err := s.CreateUser(ctx, u); err != nil {
+				t.Fatalf("user %d: %v", i, err)
+			}
+			created = append(created, u)
+		}
+		got, err := look.LookupImportUsers(ctx, a.ID, []string{"kc-1", "kc-9"}, []string{"bob", "zed", "ANN"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]int{}
+		for _, u := range got {
+			if u.TenantID != a.ID {
+				t.Errorf("a user of another tenant: %+v", u)
+			}
+			names[u.Name]++
+		}
+		// ann by her externalId, bob by his name; names are exact (ANN
+		// is not ann), and b's users are not a's.
+		if len(names) != 2 || names["ann"] == 0 || names["bob"] == 0 {
+			t.Errorf("LookupImportUsers found %v, want ann and bob", names)
+		}
+		if got, err := look.LookupImportUsers(ctx, a.ID, nil, nil); err != nil || len(got) != 0 {
+			t.Errorf("empty lookup = %v, %v", got, err)
+		}
+	}},
 	{"UserProfileRoundTrip", func(t *testing.T, ctx context.Context, s Store) {
 		a := mustCreateTenant(t, ctx, s, "AAAAAAAAAA")
 		u := newUser(a.ID, "bob")

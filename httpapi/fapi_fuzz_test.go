@@ -82,3 +82,31 @@ func FuzzDeviceBodies(f *testing.F) {
 		}
 	})
 }
+
+// FuzzTokenExchangeBodies sends arbitrary token exchange bodies of an
+// authenticated client with the grant, seeded with a real subject token
+// (so the fuzzer can mutate a token the server would accept) and an
+// arbitrary JWT payload signed by nobody: the answer is 200 or an RFC
+// 8693 400, never a 5xx.
+func FuzzTokenExchangeBodies(f *testing.F) {
+	e := latchkeytest.New(f)
+	tn := e.NewTenant("Acme")
+	svc := registerClient(f, e, tn, map[string]any{"name": "svc", "scopes": []string{"event:event:consumer"},
+		"grant_types": []string{"urn:ietf:params:oauth:grant-type:token-exchange", "client_credentials"}, "token_endpoint_auth_method": "client_secret_post",
+		"resources": []string{"https://api.example"}})
+	id, secret := svc["client_id"].(string), svc["client_secret"].(string)
+	subject := e.AccessToken(id, secret)
+	at := "urn:ietf:params:oauth:token-type:access_token"
+	f.Add(url.Values{"subject_token": {subject}, "subject_token_type": {at}}.Encode())
+	f.Add(url.Values{"subject_token": {subject}, "subject_token_type": {at}, "actor_token": {subject}, "actor_token_type": {at},
+		"resource": {"https://api.example"}, "scope": {"event:event:consumer"}}.Encode())
+	f.Add(url.Values{"subject_token": {"eyJhbGciOiJub25lIn0.eyJhY3QiOnsiYWN0Ijp7fX19."}, "subject_token_type": {"urn:ietf:params:oauth:token-type:id_token"},
+		"requested_token_type": {at}, "audience": {"%00"}}.Encode())
+	f.Fuzz(func(t *testing.T, body string) {
+		e := e.For(t)
+		r := e.Do("POST", "/oauth/v1/token", body+"&grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Atoken-exchange&client_id="+id+"&client_secret="+secret, formCT)
+		if r.Status != 200 && r.Status != 400 {
+			t.Fatalf("body %q: %d %s", body, r.Status, r.Body)
+		}
+	})
+}

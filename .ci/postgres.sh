@@ -63,8 +63,8 @@ if [ "$status" -eq 0 ]; then
 	done
 	# API-fapi.md's one-time credentials across 3 processes (R19): a
 	# client assertion's jti, a PAR request_uri and a device code succeed
-	# once.
-	for t in TestFAPIReplaysAcrossProcesses/client_assertion_jti TestFAPIReplaysAcrossProcesses/request_uri TestFAPIReplaysAcrossProcesses/device_code; do
+	# once; the user-code page's wrong codes count on every process.
+	for t in TestFAPIReplaysAcrossProcesses/client_assertion_jti TestFAPIReplaysAcrossProcesses/request_uri TestFAPIReplaysAcrossProcesses/device_code TestFAPIReplaysAcrossProcesses/device_user-code_throttle; do
 		if ! grep -q -- "--- PASS: $t" "$out"; then
 			echo "postgres.sh: $t did not run" >&2
 			exit 1

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	latchkey "github.com/latchkey/latchkey"
+	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
 	"github.com/latchkey/latchkey/oidc"
@@ -149,6 +150,26 @@ func TestFAPIReplaysAcrossProcesses(t *testing.T) {
 			_, err := p.OIDC.Exchange(ctx, oidc.TokenRequest{GrantType: identity.GrantDeviceCode, ClientID: c.ID, DeviceCode: da.DeviceCode})
 			return err
 		}, func(err error) bool { return errors.Is(err, identity.ErrInvalidGrant) })
+	})
+
+	// The user-code page's wrong codes are counted in the store: five
+	// spread over the three processes block the browser on each.
+	t.Run("device user-code throttle", func(t *testing.T) {
+		enter := func(p *latchkey.Platform) error {
+			_, err := p.OIDC.DeviceEnter(ctx, oidc.DeviceEntry{UserCode: "BCDF-GHJK", CSRFToken: p.OIDC.CSRFToken("throttled"), BrowserID: "throttled",
+				RemoteAddr: "192.0.2.77:4242"})
+			return err
+		}
+		for i := range 5 {
+			if err := enter(plats[i%3]); !fault.Is(fault.Invalid, err) {
+				t.Fatalf("wrong code %d on process %d: %v, want the form's error", i+1, i%3, err)
+			}
+		}
+		for i, p := range plats {
+			if err := enter(p); !fault.Is(fault.TooManyRequests, err) {
+				t.Errorf("the 6th code on process %d: %v, want 429 (the throttle is stored)", i, err)
+			}
+		}
 	})
 }
 

@@ -472,7 +472,7 @@ func New(ctx context.Context, cfg Config) (*Platform, error) {
 	p.Federation = federation.NewService(federation.Config{
 		Store: cfg.Store, Users: cfg.Store, Tenants: p.Identity, Sealer: sealer, Audit: p.recorder, Events: nativeEvents{p.Events},
 		Clock: cfg.Clock, Logger: cfg.Logger, HTTPClient: federationClient(fedGuard), CheckEndpoint: fedGuard.CheckEndpoint,
-		GitHub: cfg.GitHubEndpoints, Passkeys: passkeyCount{cfg.Store},
+		GitHub: cfg.GitHubEndpoints, Passkeys: passkeyCount{cfg.Store}, Logins: p.Identity,
 	})
 	p.OIDC = oidc.NewService(oidc.Config{
 		Store: cfg.Store, Identity: p.Identity, Users: cfg.Store, Passkeys: p.Authenticators, SecondFactor: hostedSecondFactor{p.MFA, p.Authenticators},

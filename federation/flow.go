@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -259,9 +260,17 @@ func (s *Service) Callback(ctx context.Context, req CallbackRequest) (Result, er
 		return Result{}, s.refuse(ctx, t.ID, meta, fmt.Sprintf("%s's answer was refused: %s.", p.DisplayName, fault.MessageOf(err)), err)
 	}
 	meta["iss"], meta["sub"], meta["email"], meta["vouched"] = up.iss, up.sub, up.email, false
+	// From here the upstream identity is verified: a refusal counts
+	// against the user it is linked to, if any (never before: an
+	// unverified answer must not lock anyone out).
+	refuse := func(msg string) (Result, error) {
+		err := s.refuse(ctx, t.ID, meta, msg, nil)
+		s.countFailure(ctx, t, p.ID, up.sub, err)
+		return Result{}, err
+	}
 	for k, want := range p.RequiredClaims {
 		if got, ok := claimString(up.claims[k]); !ok || got != want {
-			return Result{}, s.refuse(ctx, t.ID, meta, fmt.Sprintf("%s's answer was refused: the claim %s is not the required value.", p.DisplayName, k), nil)
+			return refuse(fmt.Sprintf("%s's answer was refused: the claim %s is not the required value.", p.DisplayName, k))
 		}
 	}
 	inDomain := false
@@ -269,7 +278,7 @@ func (s *Service) Callback(ctx context.Context, req CallbackRequest) (Result, er
 		inDomain = slices.Contains(p.AllowedDomains, up.email[at+1:])
 	}
 	if len(p.AllowedDomains) > 0 && !inDomain {
-		return Result{}, s.refuse(ctx, t.ID, meta, fmt.Sprintf("%s's answer was refused: the e-mail address is not in the provider's allowed domains.", p.DisplayName), nil)
+		return refuse(fmt.Sprintf("%s's answer was refused: the e-mail address is not in the provider's allowed domains.", p.DisplayName))
 	}
 	// The e-mail counts only when the upstream vouches for it and is
 	// authoritative for its domain.
@@ -287,6 +296,26 @@ func (s *Service) Callback(ctx context.Context, req CallbackRequest) (Result, er
 		return s.linkCallback(ctx, t, p, f, up, vouched, res, meta)
 	}
 	return s.signIn(ctx, t, p, up, vouched, res, meta)
+}
+
+// countFailure counts a refused sign-in of the upstream identity against
+// the user it is linked to, as a wrong password counts (the sign-in
+// throttle); an identity linked to no one counts nothing.
+func (s *Service) countFailure(ctx context.Context, t identity.Tenant, providerID, sub string, cause error) {
+	if s.cfg.Logins == nil {
+		return
+	}
+	l, err := s.st.GetFederatedIdentity(ctx, t.ID, providerID, sub)
+	if err != nil {
+		return
+	}
+	u, err := s.cfg.Users.GetUser(ctx, t.ID, l.UserID)
+	if err != nil {
+		return
+	}
+	if err := s.cfg.Logins.LoginFailed(ctx, t, u.Name, cause, map[string]any{"method": "federation", "provider": providerID}); err != nil && !errors.Is(err, cause) {
+		s.cfg.Logger.WarnContext(ctx, "federation: counting a refused sign-in failed", "err", err)
+	}
 }
 
 func truncate(s string, n int) string {
@@ -334,7 +363,14 @@ func (s *Service) signIn(ctx context.Context, t identity.Tenant, p Provider, up 
 			return Result{}, err
 		}
 		if u.Inactive {
-			return Result{}, s.refuse(ctx, t.ID, meta, "This account is disabled.", nil)
+			err := s.refuse(ctx, t.ID, meta, "This account is disabled.", nil)
+			s.countFailure(ctx, t, p.ID, up.sub, err)
+			return Result{}, err
+		}
+		if s.cfg.Logins != nil {
+			if err := s.cfg.Logins.LoginAllowed(ctx, t, u.Name, map[string]any{"method": "federation", "provider": p.ID}); err != nil {
+				return Result{}, err
+			}
 		}
 		return done(u, DecisionLinked)
 	} else if !fault.Is(fault.NotFound, err) {

@@ -105,6 +105,17 @@ type Config struct {
 	// Passkeys, when set, counts a user's passkeys: unlinking the last
 	// way to sign in is refused.
 	Passkeys Passkeys
+	// Logins, when set, is the sign-in throttle (identity.Service): a
+	// refused sign-in of an identity linked to a user counts against
+	// that user as a wrong password does, and a throttled user is not
+	// signed in.
+	Logins Logins
+}
+
+// Logins is the password sign-in's throttle.
+type Logins interface {
+	LoginAllowed(ctx context.Context, t identity.Tenant, name string, meta map[string]any) error
+	LoginFailed(ctx context.Context, t identity.Tenant, name string, err error, meta map[string]any) error
 }
 
 // Service manages upstream identity providers and signs users in through

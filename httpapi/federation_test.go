@@ -333,3 +333,60 @@ func TestFederationIDPHintAndClaim(t *testing.T) {
 		t.Errorf("malformed idp_hint: %v", res.err)
 	}
 }
+
+// TestFederationFailuresThrottle: a refused sign-in of an upstream
+// identity linked to a user counts against that user as a wrong password
+// does (5 in 15 minutes), after which neither its password nor the
+// upstream signs it in; refusals of an identity linked to no one count
+// nothing.
+func TestFederationFailuresThrottle(t *testing.T) {
+	e := newFedEnv(t, nil)
+	s := e.s
+	login := func() int {
+		resp, err := s.http.Post(s.srv.URL+"/api/v1/auth/tokens/", "application/json",
+			strings.NewReader(`{"name":"alice","password":"user-password-1","auth_domain":"ACMEFED001"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// alice's identity, linked by its verified address.
+	e.idp.SignInClaims("u-alice", map[string]any{"email": "alice@acme.example", "email_verified": true})
+	if _, status, body := newBrowser(t, s).upstream(e.rp.srv.URL, "corp"); status != 200 {
+		t.Fatalf("auto-link: %d %s", status, body)
+	}
+	e.rp.result()
+	// Someone else's identity outside the allowed domains: refused, not counted.
+	e.idp.SignInClaims("u-stranger", map[string]any{"email": "s@elsewhere.example", "email_verified": true})
+	for range 6 {
+		if _, status, _ := newBrowser(t, s).upstream(e.rp.srv.URL, "corp"); status != 400 {
+			t.Fatalf("stranger: %d", status)
+		}
+	}
+	if got := login(); got != 200 {
+		t.Fatalf("alice's password after a stranger's refusals: %d", got)
+	}
+	// alice's identity now fails the provider's requiredClaims: each
+	// refusal counts against alice.
+	s.api("PATCH", e.base+"/corp", map[string]any{"requiredClaims": map[string]string{"hd": "acme.example"}})
+	e.idp.SignInClaims("u-alice", map[string]any{"email": "alice@acme.example", "email_verified": true})
+	for range 5 {
+		if _, status, _ := newBrowser(t, s).upstream(e.rp.srv.URL, "corp"); status != 400 {
+			t.Fatalf("required claim: %d", status)
+		}
+	}
+	if got := login(); got != http.StatusTooManyRequests {
+		t.Errorf("alice's password after 5 refused upstream sign-ins: %d, want 429", got)
+	}
+	// And the upstream, satisfied again, does not sign a throttled user in.
+	e.idp.SignInClaims("u-alice", map[string]any{"email": "alice@acme.example", "email_verified": true, "hd": "acme.example"})
+	if _, status, body := newBrowser(t, s).upstream(e.rp.srv.URL, "corp"); status != http.StatusTooManyRequests {
+		t.Errorf("throttled upstream sign-in: %d %s", status, body)
+	}
+	select {
+	case r := <-e.rp.results:
+		t.Errorf("the relying party got a callback: %v", r.claims)
+	default:
+	}
+}

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 
 	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/federation"
+	"github.com/latchkey/latchkey/identity"
+	"github.com/latchkey/latchkey/latchkeytest"
 	"github.com/latchkey/latchkey/internal/oidctest"
 )
 
@@ -388,5 +391,74 @@ func TestFederationFailuresThrottle(t *testing.T) {
 	case r := <-e.rp.results:
 		t.Errorf("the relying party got a callback: %v", r.claims)
 	default:
+	}
+}
+
+// TestFederationStepUpKeepsIDP: a request for acr mfa on a federated
+// session asks alice only her second factor, and the session that replaces
+// it (same sid) still names the provider: the ID token keeps idp and fed.
+func TestFederationStepUpKeepsIDP(t *testing.T) {
+	e := newFedEnv(t, nil)
+	s := e.s
+	st, login := s.post("/api/v1/auth/tokens/", map[string]any{"name": "alice", "password": "user-password-1", "auth_domain": "ACMEFED001"})
+	if st != http.StatusOK {
+		t.Fatalf("alice's login: %d %v", st, login)
+	}
+	enroll := func(method, path string, body any) map[string]any {
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(method, s.srv.URL+path, bytes.NewReader(b))
+		req.Header.Set("Authorization", "Bearer "+login["jwt"].(string))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := s.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out := map[string]any{}
+		json.NewDecoder(resp.Body).Decode(&out)
+		if resp.StatusCode >= 300 {
+			t.Fatalf("%s %s: %d %v", method, path, resp.StatusCode, out)
+		}
+		return out
+	}
+	dev := enroll("POST", "/api/v1/me/mfa/totp", map[string]any{"friendlyName": "phone"})
+	secret, err := latchkeytest.TOTPSecret(dev["secret"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enroll("POST", "/api/v1/me/mfa/totp/"+dev["id"].(string)+"/confirm", map[string]any{"otp": latchkeytest.TOTP(secret, time.Now(), 6)})
+
+	e.idp.SignInClaims("u-alice", map[string]any{"email": "alice@acme.example", "email_verified": true})
+	b := newBrowser(t, s)
+	if last, status, body := b.get(e.rp.srv.URL + "/login?idp_hint=corp"); status != 200 || !strings.Contains(body, "signed in as "+e.aliceID) {
+		t.Fatalf("federated sign-in: %s %d %s", last, status, body)
+	}
+	first := e.rp.result()
+	if first.err != nil || first.claims["idp"] != "corp" {
+		t.Fatalf("federated ID token: %v %v", first.err, first.claims)
+	}
+
+	pageURL, status, page := b.get(e.rp.srv.URL + "/login?acr_values=" + url.QueryEscape(identity.ACRMFA))
+	if status != 200 || !strings.Contains(page, `name="mfa_token"`) || strings.Contains(page, `name="password"`) {
+		t.Fatalf("step-up page: %s %d %s", pageURL, status, page)
+	}
+	csrf, request := formValues(t, []byte(page))
+	resp, err := b.c.PostForm(pageURL.Scheme+"://"+pageURL.Host+pageURL.Path, url.Values{"csrf_token": {csrf}, "request": {request},
+		"mfa_token": {hidden(t, []byte(page), mfaTokenInput)}, "otp": {latchkeytest.TOTP(secret, time.Now().Add(30*time.Second), 6)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "signed in as "+e.aliceID) {
+		t.Fatalf("second factor: %d %s", resp.StatusCode, body)
+	}
+	res := e.rp.result()
+	if res.err != nil {
+		t.Fatal(res.err)
+	}
+	amr := anyStrings(res.claims["amr"])
+	if res.claims["idp"] != "corp" || res.claims["acr"] != identity.ACRMFA || !slices.Contains(amr, "fed") || !slices.Contains(amr, "otp") || res.claims["sid"] != first.claims["sid"] {
+		t.Errorf("stepped-up ID token: idp %v acr %v amr %v sid %v (before: sid %v)", res.claims["idp"], res.claims["acr"], amr, res.claims["sid"], first.claims["sid"])
 	}
 }

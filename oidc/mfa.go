@@ -100,6 +100,7 @@ type stepState struct {
 	Secret  string   `json:"s,omitempty"`
 	URI     string   `json:"u,omitempty"`
 	SID     string   `json:"i,omitempty"` // the session a step-up replaces
+	IDP     string   `json:"p,omitempty"` // that session's upstream provider, kept
 	Expires int64    `json:"x"`
 }
 
@@ -148,7 +149,7 @@ func (s *Service) afterFirst(ctx context.Context, req AuthorizationRequest, brow
 		out, rerr := s.refuse(ctx, req, redirectErr("unmet_authentication_requirements", MsgUnmet), map[string]any{"client_id": req.ClientID})
 		return SignInResult{Outcome: out}, true, rerr
 	case codeRequired, codeEnrollmentRequired:
-		page, perr := s.secondStepPage(ctx, browserID, sid, err)
+		page, perr := s.secondStepPage(ctx, browserID, sid, "", err)
 		return SignInResult{Second: page}, true, perr
 	}
 	if err != nil && fault.Is(fault.Forbidden, err) && fault.CodeOf(err) != "" {
@@ -159,11 +160,11 @@ func (s *Service) afterFirst(ctx context.Context, req AuthorizationRequest, brow
 
 // secondStepPage builds the page of the refusal err (MFA_REQUIRED or
 // MFA_ENROLLMENT_REQUIRED) for the browser.
-func (s *Service) secondStepPage(ctx context.Context, browserID, sid string, err error) (*SecondStep, error) {
+func (s *Service) secondStepPage(ctx context.Context, browserID, sid, idp string, err error) (*SecondStep, error) {
 	f := fieldsOf(err)
 	tok, _ := f["mfa_token"].(string)
 	factors, _ := f["factors"].([]string)
-	st := stepState{Browser: browserHash(browserID), Token: tok, Factors: factors, SID: sid, Expires: s.now().Add(RequestTTL).Unix()}
+	st := stepState{Browser: browserHash(browserID), Token: tok, Factors: factors, SID: sid, IDP: idp, Expires: s.now().Add(RequestTTL).Unix()}
 	page := &SecondStep{Factors: factors}
 	if fault.CodeOf(err) == codeEnrollmentRequired {
 		st.Enroll, page.Enroll = true, true
@@ -224,7 +225,7 @@ func (s *Service) stepUpPage(ctx context.Context, req AuthorizationRequest, brow
 	err = s.cfg.SecondFactor.StepUp(ctx, t, u, identity.OriginOIDC, sess.AMR, req.Floor)
 	switch fault.CodeOf(err) {
 	case codeRequired, codeEnrollmentRequired:
-		return s.secondStepPage(ctx, browserID, sess.SID, err)
+		return s.secondStepPage(ctx, browserID, sess.SID, sess.IDP, err)
 	case "":
 		if err == nil {
 			return nil, fault.E(fault.Invalid, fault.Field("request"), MsgRequestExpired)
@@ -288,7 +289,7 @@ func (s *Service) secondStep(ctx context.Context, req AuthorizationRequest, tena
 	if st.SID != "" {
 		meta["stepUp"] = true
 	}
-	return s.signedIn(ctx, req, tenant, u, a.AMR, "", st.SID, in.BrowserID, codes, meta)
+	return s.signedIn(ctx, req, tenant, u, a.AMR, st.IDP, st.SID, in.BrowserID, codes, meta)
 }
 
 // retrySeconds is the N of a throttle's "try again in N seconds".

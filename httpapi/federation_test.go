@@ -17,8 +17,8 @@ import (
 	latchkey "github.com/latchkey/latchkey"
 	"github.com/latchkey/latchkey/federation"
 	"github.com/latchkey/latchkey/identity"
-	"github.com/latchkey/latchkey/latchkeytest"
 	"github.com/latchkey/latchkey/internal/oidctest"
+	"github.com/latchkey/latchkey/latchkeytest"
 )
 
 // fedEnv is a platform (over TLS, so the flow cookie is __Host-) with a

@@ -812,6 +812,7 @@ var producedElsewhere = map[string]string{
 	"POST /oauth/v1/account/identities 400":                           "httpapi TestFederationLinking (an unknown action)",
 	"POST /oauth/v1/account/identities 404":                           "httpapi TestFederationLinking (disconnecting a provider with no link)",
 	"GET /oauth/v1/federation/{tenantCode}/{providerId}/callback 409": "httpapi TestFederationLinking (connecting an identity linked to someone else)",
+	"GET /oauth/v1/federation/{tenantCode}/{providerId}/callback 429": "httpapi TestFederationFailuresThrottle (a throttled user signing in through the upstream)",
 	"DELETE /api/v1/me/identities/{providerId} 409":                   "httpapi TestFederationLinking (a JIT user's only link)",
 	"POST /oauth/v1/account/identities 409":                           "httpapi TestFederationLinking (linked to someone else; the last way to sign in)",
 }

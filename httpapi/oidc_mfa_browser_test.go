@@ -77,7 +77,9 @@ func TestOIDCBrowserPasskeySecondFactorStepUp(t *testing.T) {
 	b.run("open the sign-in page", chromedp.Navigate(rp.srv.URL+"/login?acr_values="+identity.ACRPhishingResistant), chromedp.WaitVisible(`#username`))
 	b.run("sign in with the password",
 		chromedp.SendKeys(`#username`, "admin"), chromedp.SendKeys(`#password`, "admin-password-1"),
-		chromedp.Click(`#sign-in`), chromedp.WaitVisible(`#passkey`))
+		// The sign-in page has a #passkey button of its own (a passkey as
+		// the first factor): wait for the second step's page.
+		chromedp.Click(`#sign-in`), chromedp.WaitVisible(`body[data-mfa="verify"] #passkey`))
 	if n, err := chromedp.Run(b.ctx, chromedp.Evaluate[int](`document.querySelectorAll("#otp, #use-recovery").length`)); err != nil || n != 0 {
 		t.Errorf("a phr floor offers %d other factors (%v)", n, err)
 	}

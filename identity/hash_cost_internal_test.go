@@ -74,8 +74,8 @@ var costBounds = []struct {
 	},
 	{
 		name:    "bcrypt",
-		atBound: "$2b$14$" + strings.Repeat("C", 53),
-		past:    []string{"$2b$15$" + strings.Repeat("C", 53)},
+		atBound: "$2b$13$" + strings.Repeat("C", 53),
+		past:    []string{"$2b$14$" + strings.Repeat("C", 53)},
 	},
 	{
 		name:    "pbkdf2-sha1",

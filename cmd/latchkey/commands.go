@@ -304,28 +304,8 @@ func (a *app) userCommand() *cobra.Command {
 	create.Flags().BoolVar(&stdin, "password-stdin", false, "read the password from stdin's first line")
 	create.Flags().StringVar(&email, "email", "", "e-mail address")
 	create.Flags().StringVar(&displayName, "display-name", "", "display name")
-	var listTenant string
-	list := &cobra.Command{
-		Use:   "list --tenant T",
-		Short: "List a tenant's users, with the scheme of their password hash",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			tid, err := c.tenantID(cmd.Context(), listTenant)
-			if err != nil {
-				return err
-			}
-			items, err := c.listAll(cmd.Context(), "/api/v1/admin/tenants/"+tid+"/users", nil)
-			if err != nil {
-				return err
-			}
-			return a.printItems(items, []string{"ID", "NAME", "ROLES", "EXTERNAL ID", "EMAIL", "SCHEME"}, []string{"id", "name", "roles", "externalId", "email", "passwordScheme"})
-		},
-	}
-	a.tenantFlag(list, &listTenant)
+	list := a.tenantListCommand("List a tenant's users, with the scheme of their password hash", "users",
+		[]string{"ID", "NAME", "ROLES", "EXTERNAL ID", "EMAIL", "SCHEME"}, []string{"id", "name", "roles", "externalId", "email", "passwordScheme"})
 	cmd.AddCommand(create, list, a.importCommand())
 	return cmd
 }
@@ -376,28 +356,7 @@ func (a *app) clientCommand() *cobra.Command {
 	create.Flags().StringSliceVar(&scopes, "scope", nil, "scope (repeatable or comma-separated)")
 	create.Flags().StringVar(&role, "role", "", "the client's role")
 	create.Flags().StringVar(&secretFile, "secret-file", "", "write the secret to this new file (0600) instead of printing it")
-	var listTenant string
-	list := &cobra.Command{
-		Use:   "list --tenant T",
-		Short: "List a tenant's OAuth clients",
-		Args:  args(cobra.NoArgs),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			tid, err := c.tenantID(cmd.Context(), listTenant)
-			if err != nil {
-				return err
-			}
-			items, err := c.listAll(cmd.Context(), "/api/v1/admin/tenants/"+tid+"/oauth-clients", nil)
-			if err != nil {
-				return err
-			}
-			return a.printItems(items, []string{"CLIENT ID", "NAME", "SCOPES", "ROLE", "CREATED"}, clientFields)
-		},
-	}
-	a.tenantFlag(list, &listTenant)
+	list := a.tenantListCommand("List a tenant's OAuth clients", "oauth-clients", []string{"CLIENT ID", "NAME", "SCOPES", "ROLE", "CREATED"}, clientFields)
 	var delTenant string
 	del := &cobra.Command{
 		Use:   "delete CLIENT_ID --tenant T",
@@ -490,4 +449,33 @@ func (a *app) apiCommand() *cobra.Command {
 	cmd.Flags().StringVar(&input, "input", "", "request body from this file, or - for stdin")
 	cmd.Flags().StringArrayVarP(&headers, "header", "H", nil, "request header (only Content-Type is sent; credentials come from the profile)")
 	return cmd
+}
+
+// tenantListCommand is `list --tenant T` of a tenant's collection at
+// /api/v1/admin/tenants/{t}/{collection}: every page, as a table of the
+// fields under headers (or -o json).
+func (a *app) tenantListCommand(short, collection string, headers, fields []string) *cobra.Command {
+	var tenant string
+	list := &cobra.Command{
+		Use:   "list --tenant T",
+		Short: short,
+		Args:  args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.admin(cmd.Context())
+			if err != nil {
+				return err
+			}
+			tid, err := c.tenantID(cmd.Context(), tenant)
+			if err != nil {
+				return err
+			}
+			items, err := c.listAll(cmd.Context(), "/api/v1/admin/tenants/"+tid+"/"+collection, nil)
+			if err != nil {
+				return err
+			}
+			return a.printItems(items, headers, fields)
+		},
+	}
+	a.tenantFlag(list, &tenant)
+	return list
 }

@@ -68,7 +68,7 @@ func (s *Service) RotateWrappingKey(ctx context.Context, p identity.Principal) (
 	k, err := s.wrappingKey(ctx, p.TenantID, true)
 	var info WrappingKeyInfo
 	if err == nil {
-		if k, _, err = s.rotate(ctx, k, nil, false, nil); err == nil {
+		if k, _, err = s.rotate(ctx, k, nil, false, nil, ""); err == nil {
 			info, err = s.wrappingInfo(ctx, k)
 			meta["kid"], meta["version"] = info.KID, info.Version
 		}

@@ -112,18 +112,14 @@ func (s *Service) SetupSigningKeys(ctx context.Context, legacy []identity.Stored
 
 // setSigningPeriod stores a signing key's period, audited.
 func (s *Service) setSigningPeriod(ctx context.Context, k Key, secs int64) error {
-	from := k.AutoRotatePeriodSeconds
-	k, _, err := s.update(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
+	_, _, err := s.updateSys(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, []Change, error) {
+		from := k.AutoRotatePeriodSeconds
 		k.AutoRotatePeriodSeconds = secs
 		k.scheduleRotation(now)
-		return KeyUpdate{Key: k}, nil
+		return KeyUpdate{Key: k}, []Change{{ActionUpdate, map[string]any{
+			"fields": []string{"autoRotatePeriodSeconds"}, "from": from, "to": secs, "reason": "-signing-key-rotation"}}}, nil
 	})
-	if err != nil {
-		return err
-	}
-	s.systemRecord(audit.WithActor(ctx, ActorSystem, ""), k, Change{ActionUpdate, map[string]any{
-		"fields": []string{"autoRotatePeriodSeconds"}, "from": from, "to": secs, "reason": "-signing-key-rotation"}})
-	return nil
+	return err
 }
 
 // makeSigningKey stores a signing key: the legacy keys as its versions
@@ -381,18 +377,19 @@ func (s *Service) TrimSigningKeys(ctx context.Context) error {
 		if retired(k, s.now()) <= k.MinAvailableVersion {
 			continue
 		}
-		from := k.MinAvailableVersion
-		k, _, err = s.update(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
+		k, _, err = s.updateSys(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, []Change, error) {
 			n := retired(k, now)
 			if n <= k.MinAvailableVersion {
-				return KeyUpdate{}, errSkip
+				return KeyUpdate{}, nil, errSkip
 			}
+			from := k.MinAvailableVersion
 			k.MinAvailableVersion = n
 			k.MinDecryptionVersion = max(k.MinDecryptionVersion, n)
 			if k.MinEncryptionVersion != 0 {
 				k.MinEncryptionVersion = max(k.MinEncryptionVersion, n)
 			}
-			return KeyUpdate{Key: k, EraseBelow: n}, nil
+			return KeyUpdate{Key: k, EraseBelow: n}, []Change{{ActionTrim, map[string]any{
+				"from": from, "minAvailableVersion": n, "reason": "retired"}}}, nil
 		})
 		if errors.Is(err, errSkip) {
 			continue
@@ -402,8 +399,6 @@ func (s *Service) TrimSigningKeys(ctx context.Context) error {
 			continue
 		}
 		s.cache.dropVersions(k, k.MinAvailableVersion)
-		s.systemRecord(audit.WithActor(ctx, ActorSystem, ""), k, Change{ActionTrim, map[string]any{
-			"from": from, "minAvailableVersion": k.MinAvailableVersion, "reason": "retired"}})
 	}
 	return errors.Join(errs...)
 }

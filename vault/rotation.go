@@ -52,7 +52,7 @@ func (s *Service) RotateKey(ctx context.Context, p identity.Principal, r KeyRef,
 		if req.Immediate && activationDate != nil {
 			err = fault.E(fault.Invalid, fault.Field("immediate"), "immediate and activationDate contradict each other")
 		} else {
-			k, v, err = s.rotate(ctx, k, activationDate, req.Immediate, nil)
+			k, v, err = s.rotate(ctx, k, activationDate, req.Immediate, nil, "")
 		}
 	}
 	if err == nil && req.Immediate {
@@ -84,8 +84,10 @@ func rotatable(k Key) error {
 // rotate then returns the key unchanged and a zero Version.
 //
 // A platform signing key's version is pending for PrepublishFor unless
-// immediate or activationDate says otherwise.
-func (s *Service) rotate(ctx context.Context, k Key, activationDate *time.Time, immediate bool, when func(Key, time.Time) bool) (Key, Version, error) {
+// immediate or activationDate says otherwise. A rotation the platform
+// makes by itself names its reason, and its record (actor "system") is
+// written with the version.
+func (s *Service) rotate(ctx context.Context, k Key, activationDate *time.Time, immediate bool, when func(Key, time.Time) bool, reason string) (Key, Version, error) {
 	if err := rotatable(k); err != nil {
 		return k, Version{}, err
 	}
@@ -102,17 +104,17 @@ func (s *Service) rotate(ctx context.Context, k Key, activationDate *time.Time, 
 		skipped bool
 	)
 	before := k
-	k, _, err = s.update(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
+	k, _, err = s.updateSys(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, []Change, error) {
 		if when != nil && !when(k, now) {
 			skipped = true
-			return KeyUpdate{}, errSkip
+			return KeyUpdate{}, nil, errSkip
 		}
 		if err := rotatable(k); err != nil {
-			return KeyUpdate{}, err
+			return KeyUpdate{}, nil, err
 		}
 		n := k.LatestVersion + 1
 		if n > maxVersion {
-			return KeyUpdate{}, fault.E(fault.Conflict, "the key has as many versions as it can have")
+			return KeyUpdate{}, nil, fault.E(fault.Conflict, "the key has as many versions as it can have")
 		}
 		at := now
 		if activationDate != nil && utc(*activationDate).After(now) {
@@ -122,7 +124,7 @@ func (s *Service) rotate(ctx context.Context, k Key, activationDate *time.Time, 
 		}
 		var err error
 		if v, err = m.version(k, n, now, at, s.cfg.Sealer); err != nil {
-			return KeyUpdate{}, err
+			return KeyUpdate{}, nil, err
 		}
 		k.LatestVersion = n
 		if at.After(now) {
@@ -133,7 +135,11 @@ func (s *Service) rotate(ctx context.Context, k Key, activationDate *time.Time, 
 			v.Status = StatusCurrent
 		}
 		k.scheduleRotation(now)
-		return KeyUpdate{Key: k, Add: &v}, nil
+		var sys []Change
+		if reason != "" {
+			sys = []Change{{ActionRotate, map[string]any{"version": n, "reason": reason}}}
+		}
+		return KeyUpdate{Key: k, Add: &v}, sys, nil
 	})
 	if skipped {
 		return before, Version{}, nil
@@ -297,7 +303,8 @@ func due(k Key, now time.Time) bool {
 }
 
 // advance does what has come for a claimed key: its date changes and its
-// automatic rotation, each stored and audited with actor "system".
+// automatic rotation, each stored with its audit record (actor "system")
+// in one transaction.
 func (s *Service) advance(ctx context.Context, claimed Key) error {
 	stored, err := s.cfg.Store.GetKey(ctx, claimed.TenantID, claimed.ID)
 	if fault.Is(fault.NotFound, err) {
@@ -307,38 +314,27 @@ func (s *Service) advance(ctx context.Context, claimed Key) error {
 		return err
 	}
 	now := s.now()
-	k, changes := stored.At(now)
-	ctx = audit.WithActor(ctx, ActorSystem, "")
-	rotated := false
+	k, _ := stored.At(now)
 	if due(k, now) {
-		rk, v, err := s.rotate(ctx, k, nil, false, func(k Key, now time.Time) bool { return due(k, now) })
-		if err != nil {
-			return err
-		}
-		if rotated = v.Status != ""; rotated {
-			k = rk
-			s.systemRecord(ctx, k, Change{ActionRotate, map[string]any{"version": v.Version, "reason": "autoRotatePeriodSeconds"}})
-		}
-	}
-	if !rotated {
-		// Stores the dates' changes and the key's next event.
-		if _, _, err := s.update(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
-			return KeyUpdate{Key: k}, nil
-		}); err != nil {
+		_, v, err := s.rotate(ctx, k, nil, false, func(k Key, now time.Time) bool { return due(k, now) }, "autoRotatePeriodSeconds")
+		if err != nil || v.Status != "" {
 			return err
 		}
 	}
-	for _, c := range changes {
-		s.systemRecord(ctx, k, c)
-	}
-	return nil
+	// Stores the dates' changes (updateSys audits them) and the key's
+	// next event.
+	_, _, err = s.update(ctx, k.TenantID, k.ID, func(k Key, now time.Time) (KeyUpdate, error) {
+		return KeyUpdate{Key: k}, nil
+	})
+	return err
 }
 
-// systemRecord audits a change the platform made by itself.
-func (s *Service) systemRecord(ctx context.Context, k Key, c Change) {
-	meta := map[string]any{"key": keyMeta(k)}
-	for n, v := range c.Meta {
-		meta[n] = v
+// systemEntries are the audit entries of changes the platform made to k
+// by itself. A platform key's records go to the audit tenant when there
+// is one (Config.AuditTenant).
+func (s *Service) systemEntries(ctx context.Context, k Key, cs []Change) []audit.Entry {
+	if len(cs) == 0 {
+		return nil
 	}
 	tenant := k.TenantID
 	if tenant == PlatformTenant && s.cfg.AuditTenant != nil {
@@ -346,8 +342,49 @@ func (s *Service) systemRecord(ctx context.Context, k Key, c Change) {
 			tenant = t
 		}
 	}
-	if err := audit.Outcome(ctx, s.cfg.Audit, audit.Entry{TenantID: tenant, Source: audit.SourcePlatform, Action: c.Action, ActorID: ActorSystem, Meta: meta}); err != nil {
-		s.log.WarnContext(ctx, "vault: cannot audit a scheduled change", "key", k.ID, "action", c.Action, "err", err)
+	out := make([]audit.Entry, 0, len(cs))
+	for _, c := range cs {
+		meta := map[string]any{"key": keyMeta(k)}
+		for n, v := range c.Meta {
+			meta[n] = v
+		}
+		out = append(out, audit.Entry{TenantID: tenant, Source: audit.SourcePlatform, Action: c.Action, ActorID: ActorSystem, Meta: meta})
+	}
+	return out
+}
+
+// buildRecords puts the records of entries into u, to be written in its
+// transaction. A sink that cannot build records (a test's) gets the
+// entries back, to record after the write.
+func (s *Service) buildRecords(ctx context.Context, u *KeyUpdate, entries []audit.Entry) (late []audit.Entry, err error) {
+	b, ok := s.cfg.Audit.(audit.Builder)
+	if !ok {
+		return entries, nil
+	}
+	ctx = audit.WithActor(ctx, ActorSystem, "")
+	u.Audit = nil
+	for _, e := range entries {
+		rec, err := b.Build(ctx, e)
+		if err != nil {
+			return nil, audit.Unavailable(err)
+		}
+		u.Audit = append(u.Audit, rec)
+	}
+	return nil, nil
+}
+
+// systemRecord audits a change the platform made to k by itself, after
+// the change is stored: for changes a key's update does not carry
+// (updateSys does).
+func (s *Service) systemRecord(ctx context.Context, k Key, c Change) {
+	for _, e := range s.systemEntries(ctx, k, []Change{c}) {
+		s.recordSystem(ctx, e)
+	}
+}
+
+func (s *Service) recordSystem(ctx context.Context, e audit.Entry) {
+	if err := audit.Outcome(audit.WithActor(ctx, ActorSystem, ""), s.cfg.Audit, e); err != nil {
+		s.log.WarnContext(ctx, "vault: cannot audit a change the platform made", "action", e.Action, "err", err)
 	}
 }
 
@@ -389,9 +426,6 @@ func (s *Service) rotateWornOut(ctx context.Context, tenantID, id string, versio
 		return nil
 	}
 	ctx = audit.WithActor(ctx, ActorSystem, "")
-	k, v, err := s.rotate(ctx, k, nil, false, func(k Key, _ time.Time) bool { return k.Version == version })
-	if err == nil && v.Status != "" {
-		s.systemRecord(ctx, k, Change{ActionRotate, map[string]any{"version": v.Version, "reason": "encryptions"}})
-	}
+	_, _, err = s.rotate(ctx, k, nil, false, func(k Key, _ time.Time) bool { return k.Version == version }, "encryptions")
 	return err
 }

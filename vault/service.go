@@ -251,20 +251,38 @@ func (s *Service) fresh(ctx context.Context, tenantID, id string) (Key, error) {
 // concurrent changes on any process each apply once. change returns the
 // update to store; its Key's dates are applied (At) before it sees it.
 func (s *Service) update(ctx context.Context, tenantID, id string, change func(k Key, now time.Time) (KeyUpdate, error)) (Key, KeyUpdate, error) {
+	return s.updateSys(ctx, tenantID, id, func(k Key, now time.Time) (KeyUpdate, []Change, error) {
+		u, err := change(k, now)
+		return u, nil, err
+	})
+}
+
+// updateSys is update whose change also returns changes the platform
+// makes by itself, audited with actor "system" in the write's own
+// transaction. The changes of the key's dates that the write stores (a
+// passed activation or deactivation date, a pending version come due)
+// are audited so too, whoever writes: once stored they are no longer
+// changes, and nobody else would record them.
+func (s *Service) updateSys(ctx context.Context, tenantID, id string, change func(k Key, now time.Time) (KeyUpdate, []Change, error)) (Key, KeyUpdate, error) {
 	for attempt := 0; ; attempt++ {
 		stored, err := s.fresh(ctx, tenantID, id)
 		if err != nil {
 			return Key{}, KeyUpdate{}, err
 		}
 		now := s.now()
-		k, _ := stored.At(now)
-		u, err := change(k, now)
+		k, dated := stored.At(now)
+		u, sys, err := change(k, now)
 		if err != nil {
 			return Key{}, KeyUpdate{}, err
 		}
 		u.Key.Revision = stored.Revision
 		u.Key.UpdatedAt = now
 		u.Key.NextEventAt = u.Key.nextEvent()
+		entries := s.systemEntries(ctx, u.Key, append(dated, sys...))
+		late, err := s.buildRecords(ctx, &u, entries)
+		if err != nil {
+			return Key{}, KeyUpdate{}, err
+		}
 		err = s.cfg.Store.UpdateKey(ctx, u)
 		if errors.Is(err, ErrChanged) && attempt < 100 {
 			continue
@@ -274,6 +292,9 @@ func (s *Service) update(ctx context.Context, tenantID, id string, change func(k
 		}
 		u.Key.Revision++
 		s.cache.forget(u.Key)
+		for _, e := range late {
+			s.recordSystem(ctx, e)
+		}
 		s.announce(ctx)
 		if isSigningKey(u.Key) && s.cfg.SigningKeysChanged != nil {
 			s.cfg.SigningKeysChanged(ctx)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
 )
 
@@ -95,6 +96,12 @@ type KeyUpdate struct {
 	// EraseAll that of every version (destroy).
 	EraseBelow int
 	EraseAll   bool
+	// Audit is records to append to the audit log in the same transaction
+	// (see audit.LogStore for the chain rules): a change the platform
+	// makes by itself (a rotation or a date's change on the rotation
+	// pass) is then stored with its record or not at all, so a process
+	// killed between the two cannot leave a rotation nobody audited.
+	Audit []*audit.Record
 }
 
 // Paging of key lists: the query parameters skip and limit.

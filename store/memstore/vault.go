@@ -104,6 +104,7 @@ func (s *Store) UpdateKey(ctx context.Context, u vault.KeyUpdate) error {
 			}
 		}
 		s.vaultVers[tk] = vs
+		s.appendAuditLocked(u.Audit)
 		return nil
 	})
 }

@@ -174,7 +174,9 @@ var updateKey = `UPDATE vault_keys SET name = $3, usage_mask = $4, state = $5, v
 
 // UpdateKey implements vault.Store: one transaction, guarded by the
 // revision (compare-and-set). Neither database needs a lock: the guard
-// makes the second of two writers change no row.
+// makes the second of two writers change no row. The update's audit
+// records are appended last: the key's row is locked before the chain's
+// head, and no transaction takes them in the other order.
 func (s *Store) UpdateKey(ctx context.Context, u vault.KeyUpdate) error {
 	k := u.Key
 	args, err := keyArgs(k)
@@ -209,7 +211,18 @@ func (s *Store) UpdateKey(ctx context.Context, u vault.KeyUpdate) error {
 			_, err = q.Exec(ctx, `UPDATE vault_key_versions SET material = NULL WHERE tenant_id = $1 AND key_id = $2 AND version < $3`,
 				k.TenantID, k.ID, u.EraseBelow)
 		}
-		return err
+		if err != nil || len(u.Audit) == 0 {
+			return err
+		}
+		a := newAuditAppend(u.Audit)
+		b := &Batch{}
+		a.lock(b)
+		if err := q.Batch(ctx, b); err != nil {
+			return err
+		}
+		b = &Batch{}
+		a.write(b)
+		return q.Batch(ctx, b)
 	}))
 }
 

@@ -13,6 +13,7 @@ import (
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/vault"
@@ -274,6 +275,48 @@ var vaultTests = []test{
 		}
 		if got, _ := s.GetKey(ctx, a, k.ID); got.LeaseOwner != "owner-1" {
 			t.Errorf("UpdateKey changed the lease: %q", got.LeaseOwner)
+		}
+	}},
+	{"VaultKeyUpdateAudited", func(t *testing.T, ctx context.Context, s Store) {
+		// An update's records are appended with it, or not at all when the
+		// compare-and-set refuses it: a rotation is never stored without
+		// its record, nor its record without it.
+		a, auditTenant := identity.NewGUID(), identity.NewGUID()
+		k := NewVaultKey(a, "auto", Epoch)
+		if err := s.CreateKey(ctx, k, NewVaultVersion(k, 0, Epoch)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendAuditRecords(ctx, []*audit.Record{NewRecord(a, 1)}); err != nil {
+			t.Fatal(err)
+		}
+		stale := k
+		k.LatestVersion, k.Version = 1, 1
+		v1 := NewVaultVersion(k, 1, Epoch.Add(time.Minute))
+		recs := []*audit.Record{NewRecord(a, 2), NewRecord(auditTenant, 3)}
+		if err := s.UpdateKey(ctx, vault.KeyUpdate{Key: k, Add: &v1, Audit: recs}); err != nil {
+			t.Fatal(err)
+		}
+		stale.Name = "lost"
+		err := s.UpdateKey(ctx, vault.KeyUpdate{Key: stale, Audit: []*audit.Record{NewRecord(a, 4), NewRecord(auditTenant, 5)}})
+		if !errors.Is(err, vault.ErrChanged) {
+			t.Fatalf("stale UpdateKey = %v, want ErrChanged", err)
+		}
+		for tenant, want := range map[string][]string{a: {"trace-1", "trace-2"}, auditTenant: {"trace-3"}} {
+			got, err := s.ListAuditRecords(ctx, tenant, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			CheckChain(t, got)
+			var traces []string
+			for _, r := range got {
+				traces = append(traces, r.TraceID)
+			}
+			if d := gocmp.Diff(want, traces); d != "" {
+				t.Errorf("tenant %s's records (-want +got):\n%s", tenant, d)
+			}
+		}
+		if vs, _ := s.ListKeyVersions(ctx, a, k.ID); len(vs) != 2 {
+			t.Errorf("versions after the audited rotation: %d, want 2", len(vs))
 		}
 	}},
 	{"VaultKeyVersions", func(t *testing.T, ctx context.Context, s Store) {

@@ -1,0 +1,69 @@
+package vault_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/clock/clocktest"
+	"github.com/latchkey/latchkey/seal"
+	"github.com/latchkey/latchkey/store/memstore"
+	"github.com/latchkey/latchkey/vault"
+)
+
+// TestSystemChangesAuditedWithTheirWrite: what the platform changes by
+// itself (an automatic rotation, a passed activation or deactivation
+// date) is audited in the transaction that stores it. The recorder is
+// closed before the changes, so a record written after the write, as a
+// process killed between the two would leave it, is lost; only the
+// records that went with the write reach the log.
+func TestSystemChangesAuditedWithTheirWrite(t *testing.T) {
+	st := memstore.New()
+	sealer, err := seal.New(seal.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktest.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	rec := audit.NewRecorder(st, clk, nil)
+	s := vault.NewService(vault.Config{Store: st, Sealer: sealer, Audit: rec, Clock: clk})
+	auto, err := s.CreateKey(t.Context(), admin, vault.CreateRequest{Name: "auto", KeySpec: vault.KeySpec{Algorithm: "AES", Size: 256}, AutoRotatePeriodSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := clk.Now().Add(30 * time.Minute)
+	dated, err := s.CreateKey(t.Context(), admin, vault.CreateRequest{Name: "dated", KeySpec: vault.KeySpec{Algorithm: "AES", Size: 256}, ActivationDate: &later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.Close()
+
+	clk.Advance(time.Hour)
+	if n, err := s.RotateDue(t.Context()); err != nil || n != 2 {
+		t.Fatalf("RotateDue = %d, %v; want both keys handled", n, err)
+	}
+	if n, err := s.RotateDue(t.Context()); err != nil || n != 0 {
+		t.Fatalf("a second pass = %d, %v; want nothing left", n, err)
+	}
+	recs, err := st.ListAuditRecords(t.Context(), admin.TenantID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		if r.ActorID == vault.ActorSystem {
+			key := r.Meta["key"].(map[string]any)["id"]
+			got = append(got, fmt.Sprintf("%s %s %v", key, r.Action, r.Meta["reason"]))
+		}
+	}
+	want := []string{
+		fmt.Sprintf("%s %s autoRotatePeriodSeconds", auto.ID, vault.ActionRotate),
+		fmt.Sprintf("%s %s activationDate", dated.ID, vault.ActionActivate),
+	}
+	if d := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
+		t.Errorf("system records (-want +got):\n%s", d)
+	}
+}

@@ -104,13 +104,18 @@ func (s *Service) wrappingKey(ctx context.Context, tenantID string, make bool) (
 		if err != nil {
 			return err
 		}
-		if err := s.cfg.Store.CreateKey(ctx, k, v); err != nil {
+		c := KeyCreate{Key: k, Versions: []Version{v}}
+		late, err := s.buildRecords(ctx, &c.Audit, s.systemEntries(ctx, k, []Change{{ActionWrappingKey, map[string]any{"kid": v.KID, "version": 0}}}))
+		if err != nil {
+			return err
+		}
+		if err := s.cfg.Store.CreateKey(ctx, c); err != nil {
 			if fault.Is(fault.Conflict, err) { // made meanwhile by a process without the lock
 				k, err = s.cfg.Store.GetKeyByName(ctx, tenantID, "")
 			}
 			return err
 		}
-		s.systemRecord(ctx, k, Change{ActionWrappingKey, map[string]any{"kid": v.KID, "version": 0}})
+		s.recordLate(ctx, late)
 		return nil
 	})
 	return k, err

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/internal/ids"
@@ -167,35 +166,34 @@ func (s *Service) makeSigningKey(ctx context.Context, name string, spec KeySpec,
 		Unexportable: true, Undeletable: true, Origin: OriginGenerated, ActivationDate: &now, Purpose: PurposeSigning,
 		AutoRotatePeriodSeconds: s.signingPeriod.Load(),
 	}
+	k.Version, k.LatestVersion = len(mats)-1, len(mats)-1
 	k.scheduleRotation(now)
 	k.NextEventAt = k.nextEvent()
-	v0, err := mats[0].version(k, 0, times[0], times[0], s.cfg.Sealer)
+	c := KeyCreate{Key: k}
+	for i, m := range mats {
+		v, err := m.version(k, i, times[i], times[i], s.cfg.Sealer)
+		if err != nil {
+			return Key{}, err
+		}
+		c.Versions = append(c.Versions, v)
+	}
+	change := Change{ActionCreate, map[string]any{"algorithm": k.Algorithm, "size": k.Size, "curve": k.Curve, "purpose": PurposeSigning}}
+	if len(kids) > 0 {
+		change = Change{ActionSigningKeyMigrate, map[string]any{"kids": kids, "version": k.Version}}
+	}
+	late, err := s.buildRecords(ctx, &c.Audit, s.systemEntries(ctx, k, []Change{change}))
 	if err != nil {
 		return Key{}, err
 	}
-	if err := s.cfg.Store.CreateKey(ctx, k, v0); err != nil {
+	// One transaction: a process killed while making the key leaves none,
+	// rather than a key missing some earlier keys' versions, or unaudited.
+	if err := s.cfg.Store.CreateKey(ctx, c); err != nil {
 		if fault.Is(fault.Conflict, err) { // made meanwhile by a process without the lock
 			return s.cfg.Store.GetKeyByName(ctx, PlatformTenant, name)
 		}
 		return Key{}, err
 	}
-	for i := 1; i < len(mats); i++ {
-		v, err := mats[i].version(k, i, times[i], times[i], s.cfg.Sealer)
-		if err != nil {
-			return Key{}, err
-		}
-		k.Version, k.LatestVersion = i, i
-		if err := s.cfg.Store.UpdateKey(ctx, KeyUpdate{Key: k, Add: &v}); err != nil {
-			return Key{}, err
-		}
-		k.Revision++
-	}
-	ctx = audit.WithActor(ctx, ActorSystem, "")
-	if len(kids) > 0 {
-		s.systemRecord(ctx, k, Change{ActionSigningKeyMigrate, map[string]any{"kids": kids, "version": k.Version}})
-	} else {
-		s.systemRecord(ctx, k, Change{ActionCreate, map[string]any{"algorithm": k.Algorithm, "size": k.Size, "curve": k.Curve, "purpose": PurposeSigning}})
-	}
+	s.recordLate(ctx, late)
 	s.announce(ctx)
 	if s.cfg.SigningKeysChanged != nil {
 		s.cfg.SigningKeysChanged(ctx)

@@ -353,38 +353,33 @@ func (s *Service) systemEntries(ctx context.Context, k Key, cs []Change) []audit
 	return out
 }
 
-// buildRecords puts the records of entries into u, to be written in its
-// transaction. A sink that cannot build records (a test's) gets the
-// entries back, to record after the write.
-func (s *Service) buildRecords(ctx context.Context, u *KeyUpdate, entries []audit.Entry) (late []audit.Entry, err error) {
+// buildRecords builds the records of entries into *recs, to be written
+// in a key's transaction. A sink that cannot build records (a test's)
+// gets the entries back, to record after the write (recordLate).
+func (s *Service) buildRecords(ctx context.Context, recs *[]*audit.Record, entries []audit.Entry) (late []audit.Entry, err error) {
 	b, ok := s.cfg.Audit.(audit.Builder)
 	if !ok {
 		return entries, nil
 	}
 	ctx = audit.WithActor(ctx, ActorSystem, "")
-	u.Audit = nil
+	*recs = nil
 	for _, e := range entries {
 		rec, err := b.Build(ctx, e)
 		if err != nil {
 			return nil, audit.Unavailable(err)
 		}
-		u.Audit = append(u.Audit, rec)
+		*recs = append(*recs, rec)
 	}
 	return nil, nil
 }
 
-// systemRecord audits a change the platform made to k by itself, after
-// the change is stored: for changes a key's update does not carry
-// (updateSys does).
-func (s *Service) systemRecord(ctx context.Context, k Key, c Change) {
-	for _, e := range s.systemEntries(ctx, k, []Change{c}) {
-		s.recordSystem(ctx, e)
-	}
-}
-
-func (s *Service) recordSystem(ctx context.Context, e audit.Entry) {
-	if err := audit.Outcome(audit.WithActor(ctx, ActorSystem, ""), s.cfg.Audit, e); err != nil {
-		s.log.WarnContext(ctx, "vault: cannot audit a change the platform made", "action", e.Action, "err", err)
+// recordLate records entries that buildRecords gave back.
+func (s *Service) recordLate(ctx context.Context, entries []audit.Entry) {
+	ctx = audit.WithActor(ctx, ActorSystem, "")
+	for _, e := range entries {
+		if err := audit.Outcome(ctx, s.cfg.Audit, e); err != nil {
+			s.log.WarnContext(ctx, "vault: cannot audit a change the platform made", "action", e.Action, "err", err)
+		}
 	}
 }
 

@@ -66,4 +66,16 @@ func TestSystemChangesAuditedWithTheirWrite(t *testing.T) {
 	if d := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
 		t.Errorf("system records (-want +got):\n%s", d)
 	}
+
+	// The platform's signing key is made with its record too.
+	if err := s.SetupSigningKeys(t.Context(), nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	recs, err = st.ListAuditRecords(t.Context(), vault.PlatformTenant, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 || recs[0].Action != vault.ActionCreate || recs[0].ActorID != vault.ActorSystem {
+		t.Errorf("the signing key's records: %+v, want its creation", recs)
+	}
 }

@@ -279,7 +279,7 @@ func (s *Service) updateSys(ctx context.Context, tenantID, id string, change fun
 		u.Key.UpdatedAt = now
 		u.Key.NextEventAt = u.Key.nextEvent()
 		entries := s.systemEntries(ctx, u.Key, append(dated, sys...))
-		late, err := s.buildRecords(ctx, &u, entries)
+		late, err := s.buildRecords(ctx, &u.Audit, entries)
 		if err != nil {
 			return Key{}, KeyUpdate{}, err
 		}
@@ -292,9 +292,7 @@ func (s *Service) updateSys(ctx context.Context, tenantID, id string, change fun
 		}
 		u.Key.Revision++
 		s.cache.forget(u.Key)
-		for _, e := range late {
-			s.recordSystem(ctx, e)
-		}
+		s.recordLate(ctx, late)
 		s.announce(ctx)
 		if isSigningKey(u.Key) && s.cfg.SigningKeysChanged != nil {
 			s.cfg.SigningKeysChanged(ctx)
@@ -436,7 +434,7 @@ func (s *Service) createKey(ctx context.Context, tenantID string, req CreateRequ
 
 // storeNew stores a new key, turning a duplicate into the name's 409.
 func (s *Service) storeNew(ctx context.Context, k Key, v Version) error {
-	err := s.cfg.Store.CreateKey(ctx, k, v)
+	err := s.cfg.Store.CreateKey(ctx, KeyCreate{Key: k, Versions: []Version{v}})
 	if fault.Is(fault.Conflict, err) {
 		return fault.E(fault.Conflict, fault.Field("name"), "a vault key with this name exists", err)
 	}

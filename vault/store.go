@@ -19,11 +19,11 @@ import (
 // (times come in), and return fault.Internal for any failure not named
 // below. They are safe for concurrent use.
 type Store interface {
-	// CreateKey stores k, a key made by NewKey (or an import), with its
-	// first version v (version 0). It returns fault.Conflict when the
-	// tenant already has a key with k.ID or with k.Name (names are unique
-	// per tenant, so a key can be found by name).
-	CreateKey(ctx context.Context, k Key, v Version) error
+	// CreateKey stores c.Key, a new key, with its versions and audit
+	// records, in one transaction. It returns fault.Conflict when the
+	// tenant already has a key with the key's ID or Name (names are unique
+	// per tenant, so a key can be found by name), and then writes nothing.
+	CreateKey(ctx context.Context, c KeyCreate) error
 
 	// GetKey returns the tenant's key id. It returns fault.NotFound when
 	// the tenant has no such key.
@@ -85,6 +85,18 @@ type Store interface {
 // ErrChanged is the cause of UpdateKey's refusal when the key changed
 // since it was read: the caller reads it again and retries.
 var ErrChanged = errors.New("vault: the key changed since it was read")
+
+// KeyCreate is the write of a new key.
+type KeyCreate struct {
+	Key Key
+	// Versions are the key's versions, 0 first then ascending: one for a
+	// made key, the earlier keys' for a platform signing key that takes
+	// them over (see SetupSigningKeys).
+	Versions []Version
+	// Audit is records to append to the audit log with the key (see
+	// KeyUpdate.Audit).
+	Audit []*audit.Record
+}
 
 // KeyUpdate is one compare-and-set write of a key.
 type KeyUpdate struct {

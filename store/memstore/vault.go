@@ -10,15 +10,21 @@ import (
 )
 
 // CreateKey implements vault.Store.
-func (s *Store) CreateKey(ctx context.Context, k vault.Key, v vault.Version) error {
+func (s *Store) CreateKey(ctx context.Context, c vault.KeyCreate) error {
 	defer s.lock()()
+	k := c.Key
 	return s.withClaims(ctx, func() error {
 		same := func(o vault.Key) bool { return o.TenantID == k.TenantID && (o.ID == k.ID || o.Name == k.Name) }
 		k.LeaseUntil = time.Time{}
 		if err := insertUnique(s.vaultKeys, tenantKey(k.TenantID, k.ID), cloneVaultKey(k), "vault key exists", same, "vault key exists"); err != nil {
 			return err
 		}
-		s.vaultVers[tenantKey(k.TenantID, k.ID)] = []vault.Version{cloneVaultVersion(v)}
+		vs := make([]vault.Version, 0, len(c.Versions))
+		for _, v := range c.Versions {
+			vs = append(vs, cloneVaultVersion(v))
+		}
+		s.vaultVers[tenantKey(k.TenantID, k.ID)] = vs
+		s.appendAuditLocked(c.Audit)
 		return nil
 	})
 }

@@ -120,18 +120,19 @@ var insertVersion = `INSERT INTO vault_key_versions (` + versionCols + `) VALUES
 
 // CreateKey implements vault.Store. The primary key (tenant_id, id) and
 // UNIQUE (tenant_id, name) make both duplicates a Conflict.
-func (s *Store) CreateKey(ctx context.Context, k vault.Key, v vault.Version) error {
-	args, err := keyArgs(k)
+func (s *Store) CreateKey(ctx context.Context, c vault.KeyCreate) error {
+	args, err := keyArgs(c.Key)
 	if err != nil {
 		return fault.E(fault.Internal, err)
 	}
-	return s.c.MapErr(s.c.Tx(ctx, func(q Querier) error {
-		if _, err := q.Exec(ctx, insertKey, args...); err != nil {
-			return err
+	a := newAuditAppend(c.Audit)
+	return s.c.MapErr(s.c.Pipeline(ctx, func(b *Batch) {
+		b.Exec(nil, insertKey, args...)
+		for _, v := range c.Versions {
+			b.Exec(nil, insertVersion, versionArgs(v)...)
 		}
-		_, err := q.Exec(ctx, insertVersion, versionArgs(v)...)
-		return err
-	}))
+		a.lock(b)
+	}, a.write))
 }
 
 // GetKey implements vault.Store.

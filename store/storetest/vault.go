@@ -51,7 +51,7 @@ var vaultTests = []test{
 			NextEventAt: at(Epoch.Add(time.Hour)), Grants: []vault.Grant{{Principal: "client:c1", Operations: []string{"encrypt", "decrypt"}}},
 			Pending: []vault.PendingVersion{{Version: 3, At: Epoch.Add(6 * time.Hour)}}, Revision: 0}
 		for _, key := range []vault.Key{k, full} {
-			if err := s.CreateKey(ctx, key, NewVaultVersion(key, 0, Epoch)); err != nil {
+			if err := s.CreateKey(ctx, vault.KeyCreate{Key: key, Versions: []vault.Version{NewVaultVersion(key, 0, Epoch)}}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -69,10 +69,10 @@ var vaultTests = []test{
 			}
 		}
 		dupName := NewVaultKey(a, "signing", Epoch)
-		wantKind(t, "duplicate name", s.CreateKey(ctx, dupName, NewVaultVersion(dupName, 0, Epoch)), fault.Conflict)
+		wantKind(t, "duplicate name", s.CreateKey(ctx, vault.KeyCreate{Key: dupName, Versions: []vault.Version{NewVaultVersion(dupName, 0, Epoch)}}), fault.Conflict)
 		dupID := NewVaultKey(a, "other", Epoch)
 		dupID.ID = k.ID
-		wantKind(t, "duplicate id", s.CreateKey(ctx, dupID, NewVaultVersion(dupID, 0, Epoch)), fault.Conflict)
+		wantKind(t, "duplicate id", s.CreateKey(ctx, vault.KeyCreate{Key: dupID, Versions: []vault.Version{NewVaultVersion(dupID, 0, Epoch)}}), fault.Conflict)
 		if _, err := s.GetKey(ctx, a, dupID.ID); err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ var vaultTests = []test{
 			t.Errorf("ListKeys other tenant = %d keys, total %d, %v", len(keys), total, err)
 		}
 		kb := NewVaultKey(b, "signing", Epoch)
-		if err := s.CreateKey(ctx, kb, NewVaultVersion(kb, 0, Epoch)); err != nil {
+		if err := s.CreateKey(ctx, vault.KeyCreate{Key: kb, Versions: []vault.Version{NewVaultVersion(kb, 0, Epoch)}}); err != nil {
 			t.Errorf("same name in another tenant: %v", err)
 		}
 		if err := s.DeleteKey(ctx, a, k.ID); err != nil {
@@ -106,7 +106,7 @@ var vaultTests = []test{
 		wantKind(t, "DeleteKey twice", s.DeleteKey(ctx, a, k.ID), fault.NotFound)
 		again := NewVaultKey(a, "signing", Epoch)
 		again.ID = k.ID // the id too: the deleted key's versions are gone
-		if err := s.CreateKey(ctx, again, NewVaultVersion(again, 0, Epoch)); err != nil {
+		if err := s.CreateKey(ctx, vault.KeyCreate{Key: again, Versions: []vault.Version{NewVaultVersion(again, 0, Epoch)}}); err != nil {
 			t.Errorf("name and id reuse after delete: %v", err)
 		}
 		if vs, err := s.ListKeyVersions(ctx, a, k.ID); err != nil || len(vs) != 1 {
@@ -122,20 +122,20 @@ var vaultTests = []test{
 			if i%3 == 0 {
 				k.Algorithm, k.State = vault.AlgorithmAES, vault.StateDeactivated
 			}
-			if err := s.CreateKey(ctx, k, NewVaultVersion(k, 0, Epoch)); err != nil {
+			if err := s.CreateKey(ctx, vault.KeyCreate{Key: k, Versions: []vault.Version{NewVaultVersion(k, 0, Epoch)}}); err != nil {
 				t.Fatal(err)
 			}
 			all = append(all, k)
 		}
 		sortKeys(all)
 		other := NewVaultKey(identity.NewGUID(), "k0", Epoch)
-		if err := s.CreateKey(ctx, other, NewVaultVersion(other, 0, Epoch)); err != nil {
+		if err := s.CreateKey(ctx, vault.KeyCreate{Key: other, Versions: []vault.Version{NewVaultVersion(other, 0, Epoch)}}); err != nil {
 			t.Fatal(err)
 		}
 		// A key of the platform's own purpose is never listed.
 		wrapping := NewVaultKey(a, "", Epoch)
 		wrapping.Purpose = vault.PurposeWrapping
-		if err := s.CreateKey(ctx, wrapping, NewVaultVersion(wrapping, 0, Epoch)); err != nil {
+		if err := s.CreateKey(ctx, vault.KeyCreate{Key: wrapping, Versions: []vault.Version{NewVaultVersion(wrapping, 0, Epoch)}}); err != nil {
 			t.Fatal(err)
 		}
 		var aes, deactivated []vault.Key
@@ -179,11 +179,11 @@ var vaultTests = []test{
 	{"VaultKeyUpdateCompareAndSet", func(t *testing.T, ctx context.Context, s Store) {
 		a := identity.NewGUID()
 		k := NewVaultKey(a, "rotating", Epoch)
-		if err := s.CreateKey(ctx, k, NewVaultVersion(k, 0, Epoch)); err != nil {
+		if err := s.CreateKey(ctx, vault.KeyCreate{Key: k, Versions: []vault.Version{NewVaultVersion(k, 0, Epoch)}}); err != nil {
 			t.Fatal(err)
 		}
 		clash := NewVaultKey(a, "taken", Epoch)
-		if err := s.CreateKey(ctx, clash, NewVaultVersion(clash, 0, Epoch)); err != nil {
+		if err := s.CreateKey(ctx, vault.KeyCreate{Key: clash, Versions: []vault.Version{NewVaultVersion(clash, 0, Epoch)}}); err != nil {
 			t.Fatal(err)
 		}
 		// Rotate: version 1 added, latest moved, in one write.
@@ -283,7 +283,7 @@ var vaultTests = []test{
 		// its record, nor its record without it.
 		a, auditTenant := identity.NewGUID(), identity.NewGUID()
 		k := NewVaultKey(a, "auto", Epoch)
-		if err := s.CreateKey(ctx, k, NewVaultVersion(k, 0, Epoch)); err != nil {
+		if err := s.CreateKey(ctx, vault.KeyCreate{Key: k, Versions: []vault.Version{NewVaultVersion(k, 0, Epoch)}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.AppendAuditRecords(ctx, []*audit.Record{NewRecord(a, 1)}); err != nil {
@@ -319,12 +319,51 @@ var vaultTests = []test{
 			t.Errorf("versions after the audited rotation: %d, want 2", len(vs))
 		}
 	}},
+	{"VaultKeyCreateAudited", func(t *testing.T, ctx context.Context, s Store) {
+		// A key is created with all its versions and its records, or, on
+		// a duplicate, with none of them.
+		a := identity.NewGUID()
+		k := NewVaultKey(a, "migrated", Epoch)
+		k.Version, k.LatestVersion = 2, 2
+		var vs []vault.Version
+		for n := range 3 {
+			vs = append(vs, NewVaultVersion(k, n, Epoch.Add(time.Duration(n)*time.Hour)))
+		}
+		if err := s.CreateKey(ctx, vault.KeyCreate{Key: k, Versions: vs, Audit: []*audit.Record{NewRecord(a, 1)}}); err != nil {
+			t.Fatal(err)
+		}
+		dup := NewVaultKey(a, "migrated", Epoch)
+		err := s.CreateKey(ctx, vault.KeyCreate{Key: dup, Versions: []vault.Version{NewVaultVersion(dup, 0, Epoch)}, Audit: []*audit.Record{NewRecord(a, 2)}})
+		wantKind(t, "duplicate name", err, fault.Conflict)
+		got, err := s.ListKeyVersions(ctx, a, k.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ns []int
+		for _, v := range got {
+			ns = append(ns, v.Version)
+		}
+		if d := gocmp.Diff([]int{0, 1, 2}, ns); d != "" {
+			t.Errorf("versions (-want +got):\n%s", d)
+		}
+		if _, err := s.ListKeyVersions(ctx, a, dup.ID); !fault.Is(fault.NotFound, err) {
+			t.Errorf("the refused key's versions: %v, want NotFound", err)
+		}
+		recs, err := s.ListAuditRecords(ctx, a, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		CheckChain(t, recs)
+		if len(recs) != 1 || recs[0].TraceID != "trace-1" {
+			t.Errorf("records: %+v, want only the created key's", recs)
+		}
+	}},
 	{"VaultKeyVersions", func(t *testing.T, ctx context.Context, s Store) {
 		a := identity.NewGUID()
 		k := NewVaultKey(a, "versions", Epoch)
 		v0 := NewVaultVersion(k, 0, Epoch)
 		v0.Public, v0.KID = nil, "" // a version stored before versions had public keys
-		if err := s.CreateKey(ctx, k, v0); err != nil {
+		if err := s.CreateKey(ctx, vault.KeyCreate{Key: k, Versions: []vault.Version{v0}}); err != nil {
 			t.Fatal(err)
 		}
 		got, err := s.GetKeyVersion(ctx, a, k.ID, 0)
@@ -363,7 +402,7 @@ var vaultTests = []test{
 		mk := func(name string, next *time.Time) vault.Key {
 			k := NewVaultKey(a, name, Epoch)
 			k.NextEventAt = next
-			if err := s.CreateKey(ctx, k, NewVaultVersion(k, 0, Epoch)); err != nil {
+			if err := s.CreateKey(ctx, vault.KeyCreate{Key: k, Versions: []vault.Version{NewVaultVersion(k, 0, Epoch)}}); err != nil {
 				t.Fatal(err)
 			}
 			return k
@@ -422,7 +461,7 @@ var vaultTests = []test{
 	{"VaultConcurrentRotationsEachAddOneVersion", func(t *testing.T, ctx context.Context, s Store) {
 		a := identity.NewGUID()
 		k := NewVaultKey(a, "contended", Epoch)
-		if err := s.CreateKey(ctx, k, NewVaultVersion(k, 0, Epoch)); err != nil {
+		if err := s.CreateKey(ctx, vault.KeyCreate{Key: k, Versions: []vault.Version{NewVaultVersion(k, 0, Epoch)}}); err != nil {
 			t.Fatal(err)
 		}
 		// Each writer does what vault.Service.rotate does: read, add

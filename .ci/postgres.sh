@@ -100,7 +100,7 @@ if [ "$status" -eq 0 ]; then
 	# a key change holding everywhere within 5 s, the automatic rotation
 	# taken over from a killed process; and the vault store's conformance
 	# and the migration of keys made before versions.
-	for t in TestVaultRotationsAcrossProcesses TestVaultChangeHoldsOnEveryProcessWithin5s TestVaultAutoRotationSurvivesKill TestConformance/VaultConcurrentRotationsEachAddOneVersion TestConformance/VaultKeyClaims TestConformance/VaultKeyUpdateAudited; do
+	for t in TestVaultRotationsAcrossProcesses TestVaultChangeHoldsOnEveryProcessWithin5s TestVaultAutoRotationSurvivesKill TestConformance/VaultConcurrentRotationsEachAddOneVersion TestConformance/VaultKeyClaims TestConformance/VaultKeyUpdateAudited TestConformance/VaultKeyCreateAudited; do
 		if ! grep -q -- "--- PASS: $t" "$out"; then
 			echo "postgres.sh: $t did not run" >&2
 			exit 1

@@ -162,6 +162,14 @@ func WithActor(ctx context.Context, actorID, clientID string) context.Context {
 	return ctx
 }
 
+// WithSystemActor returns a context naming actorID, the platform itself,
+// as the actor and no client: what the platform does by itself while it
+// serves a request (a key's date that came, stored by the request's write)
+// keeps the request's trace id but is not the client's action.
+func WithSystemActor(ctx context.Context, actorID string) context.Context {
+	return context.WithValue(context.WithValue(ctx, actorKey, actorID), clientKey, "")
+}
+
 // Actor returns the acting user's id and the client's id, if any.
 func Actor(ctx context.Context) (actorID, clientID string) {
 	actorID, _ = ctx.Value(actorKey).(string)

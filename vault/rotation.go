@@ -361,7 +361,7 @@ func (s *Service) buildRecords(ctx context.Context, recs *[]*audit.Record, entri
 	if !ok {
 		return entries, nil
 	}
-	ctx = audit.WithActor(ctx, ActorSystem, "")
+	ctx = audit.WithSystemActor(ctx, ActorSystem)
 	*recs = nil
 	for _, e := range entries {
 		rec, err := b.Build(ctx, e)
@@ -375,7 +375,7 @@ func (s *Service) buildRecords(ctx context.Context, recs *[]*audit.Record, entri
 
 // recordLate records entries that buildRecords gave back.
 func (s *Service) recordLate(ctx context.Context, entries []audit.Entry) {
-	ctx = audit.WithActor(ctx, ActorSystem, "")
+	ctx = audit.WithSystemActor(ctx, ActorSystem)
 	for _, e := range entries {
 		if err := audit.Outcome(ctx, s.cfg.Audit, e); err != nil {
 			s.log.WarnContext(ctx, "vault: cannot audit a change the platform made", "action", e.Action, "err", err)
@@ -420,7 +420,7 @@ func (s *Service) rotateWornOut(ctx context.Context, tenantID, id string, versio
 	if k.Version != version || rotatable(k) != nil {
 		return nil
 	}
-	ctx = audit.WithActor(ctx, ActorSystem, "")
+	ctx = audit.WithSystemActor(ctx, ActorSystem)
 	_, _, err = s.rotate(ctx, k, nil, false, func(k Key, _ time.Time) bool { return k.Version == version }, "encryptions")
 	return err
 }

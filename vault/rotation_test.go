@@ -79,3 +79,53 @@ func TestSystemChangesAuditedWithTheirWrite(t *testing.T) {
 		t.Errorf("the signing key's records: %+v, want its creation", recs)
 	}
 }
+
+// TestDateChangeStoredByAUserWrite: a user's write that stores a key's
+// date that came (here a rename after the activation date) records the
+// activation once, as the platform's (actor "system", no client), in the
+// request's trace; the rename is the user's.
+func TestDateChangeStoredByAUserWrite(t *testing.T) {
+	st := memstore.New()
+	sealer, err := seal.New(seal.NewKey())
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clocktest.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	rec := audit.NewRecorder(st, clk, nil)
+	t.Cleanup(rec.Close)
+	s := vault.NewService(vault.Config{Store: st, Sealer: sealer, Audit: rec, Clock: clk})
+	later := clk.Now().Add(30 * time.Minute)
+	k, err := s.CreateKey(t.Context(), admin, vault.CreateRequest{Name: "dated", KeySpec: vault.KeySpec{Algorithm: "AES", Size: 256}, ActivationDate: &later})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour)
+	ctx := audit.WithTraceID(audit.WithActor(t.Context(), admin.UserID, "client-1"), "trace-of-the-rename")
+	name := "renamed"
+	for range 2 {
+		if _, err := s.UpdateKey(ctx, admin, vault.KeyRef{Key: k.ID}, vault.Patch{Name: &name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recs, err := st.ListAuditRecords(t.Context(), admin.TenantID, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type row struct{ Action, Actor, Client, Trace string }
+	var got []row
+	for _, r := range recs {
+		if r.TraceID != "trace-of-the-rename" {
+			continue
+		}
+		client, _ := r.Meta["client_id"].(string)
+		got = append(got, row{r.Action, r.ActorID, client, r.TraceID})
+	}
+	want := []row{
+		{vault.ActionActivate, vault.ActorSystem, "", "trace-of-the-rename"},
+		{vault.ActionUpdate, admin.UserID, "client-1", "trace-of-the-rename"},
+		{vault.ActionUpdate, admin.UserID, "client-1", "trace-of-the-rename"},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("the renames' records (-want +got):\n%s", d)
+	}
+}

@@ -465,12 +465,22 @@ var vaultTests = []test{
 			t.Fatal(err)
 		}
 		// Each writer does what vault.Service.rotate does: read, add
-		// latest+1 over the revision read, and again on ErrChanged.
-		const writers, each = 4, 5
+		// latest+1 over the revision read with its audit record, and again
+		// on ErrChanged; meanwhile other appends go to the same chain, as
+		// requests' records do.
+		const writers, each, appends = 4, 5, 20
 		var wg sync.WaitGroup
-		for range writers {
+		wg.Go(func() {
+			for i := range appends {
+				if err := s.AppendAuditRecords(ctx, []*audit.Record{NewRecord(a, 1000+i)}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+		for w := range writers {
 			wg.Go(func() {
-				for range each {
+				for i := range each {
 					for {
 						cur, err := s.GetKey(ctx, a, k.ID)
 						if err != nil {
@@ -480,7 +490,8 @@ var vaultTests = []test{
 						cur.LatestVersion++
 						cur.Version = cur.LatestVersion
 						v := NewVaultVersion(cur, cur.LatestVersion, Epoch)
-						err = s.UpdateKey(ctx, vault.KeyUpdate{Key: cur, Add: &v})
+						rec := NewRecord(a, w*each+i)
+						err = s.UpdateKey(ctx, vault.KeyUpdate{Key: cur, Add: &v, Audit: []*audit.Record{rec}})
 						if errors.Is(err, vault.ErrChanged) {
 							continue
 						}
@@ -504,6 +515,18 @@ var vaultTests = []test{
 		}
 		if got.LatestVersion != writers*each || len(vs) != writers*each+1 || got.Revision != writers*each {
 			t.Errorf("after %d rotations: latest %d, %d versions, revision %d", writers*each, got.LatestVersion, len(vs), got.Revision)
+		}
+		recs, err := s.ListAuditRecords(ctx, a, 0, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		CheckChain(t, recs)
+		seen := map[string]int{}
+		for _, r := range recs {
+			seen[r.TraceID]++
+		}
+		if len(recs) != writers*each+appends || len(seen) != len(recs) {
+			t.Errorf("%d records (%d distinct), want one per rotation and append: %d", len(recs), len(seen), writers*each+appends)
 		}
 	}},
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/latchkey/latchkey/fault"
@@ -131,7 +132,23 @@ const (
 	traceKey ctxKey = iota
 	actorKey
 	clientKey
+	markKey
 )
+
+// WithMark returns a context that notes whether a record was made under
+// it (Outcome, or a Recorder's Record or Build), and the note: the HTTP
+// layer audits a refusal that no area did.
+func WithMark(ctx context.Context) (context.Context, *atomic.Bool) {
+	m := new(atomic.Bool)
+	return context.WithValue(ctx, markKey, m), m
+}
+
+// mark notes on ctx's mark, if any, that a record was made.
+func mark(ctx context.Context) {
+	if m, ok := ctx.Value(markKey).(*atomic.Bool); ok {
+		m.Store(true)
+	}
+}
 
 // WithTraceID returns a context carrying the request's trace id.
 func WithTraceID(ctx context.Context, id string) context.Context {
@@ -182,6 +199,7 @@ func Actor(ctx context.Context) (actorID, clientID string) {
 // Unavailable instead, since no action may be answered without its record.
 // Every area records its actions through it.
 func Outcome(ctx context.Context, s Sink, e Entry) error {
+	mark(ctx)
 	if err := s.Record(ctx, e); err != nil {
 		return Unavailable(err)
 	}

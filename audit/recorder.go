@@ -169,6 +169,7 @@ func (r *Recorder) build(ctx context.Context, e Entry, rec *Record) error {
 	if e.TenantID == "" || e.Source == "" || e.Action == "" {
 		return fmt.Errorf("audit: entry needs tenant, source and action: %+v", e)
 	}
+	mark(ctx)
 	resID, err := r.instance(ctx, e.TenantID, e.Source)
 	if err != nil {
 		return err

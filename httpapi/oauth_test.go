@@ -16,6 +16,7 @@ import (
 	"github.com/latchkey/latchkey/httpapi"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
+	"github.com/latchkey/latchkey/vault"
 )
 
 // TestTokenChallenges: RFC 6750 §3: a request without a token gets the
@@ -449,5 +450,46 @@ func TestScopeRefusalsAudited(t *testing.T) {
 	}
 	if after := lastAuditWhere(t, e, tn.ID, httpapi.ActionAccessDenied).Seq; after != before {
 		t.Errorf("a request without a token was recorded in the tenant (seq %d after %d)", after, before)
+	}
+}
+
+// TestRefusalsBeforeTheServiceAudited: a request refused by the HTTP
+// layer after authentication (a body that does not decode, a bad query
+// parameter) has one failed record, written there since no area saw the
+// request; a refusal an area records is not recorded twice.
+func TestRefusalsBeforeTheServiceAudited(t *testing.T) {
+	e := latchkeytest.New(t)
+	root := "Authorization: Bearer " + e.AdminToken()
+	for _, c := range []struct {
+		name, method, path string
+		body               any
+		status             int
+		action             string
+	}{
+		{"body not JSON", "POST", "/api/v1/vault/keys2", "{not json", 400, httpapi.ActionRequestRefused},
+		{"body of the wrong shape", "PATCH", "/api/v1/vault/keys2/some-key", `{"name": 7}`, 400, httpapi.ActionRequestRefused},
+		{"bad query parameter", "GET", "/api/v1/vault/keys2?limit=many", nil, 400, httpapi.ActionRequestRefused},
+		{"refused by the area", "POST", "/api/v1/vault/keys2", map[string]any{"name": "k", "algorithm": "AES", "size": 100}, 400, vault.ActionCreate},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := e.Do(c.method, c.path, c.body, root)
+			if r.Status != c.status {
+				t.Fatalf("status %d %s, want %d", r.Status, r.Body, c.status)
+			}
+			trace := r.Header.Get("X-Trace-Id")
+			if trace == "" {
+				t.Fatal("no X-Trace-Id")
+			}
+			recs, _ := e.Store.ListAuditRecords(t.Context(), e.Root.ID, 0, 1_000_000)
+			var got []string
+			for _, rec := range recs {
+				if rec.TraceID == trace {
+					got = append(got, rec.Action+" "+rec.Status)
+				}
+			}
+			if d := cmp.Diff([]string{c.action + " " + audit.StatusFailed}, got); d != "" {
+				t.Errorf("the request's records (-want +got):\n%s", d)
+			}
+		})
 	}
 }

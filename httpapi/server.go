@@ -389,13 +389,21 @@ func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
 			p, err := o.auth(r)
 			if err != nil {
 				if fault.Is(fault.Forbidden, err) && p.TenantID != "" {
-					err = s.recordRefusal(r, p, route, err)
+					err = s.recordRefusal(r, p, route, ActionAccessDenied, err)
 				}
 				s.writeError(w, r, o.style, err)
 				return
 			}
 			ctx := audit.WithActor(withPrincipal(r.Context(), p), actorOf(p), p.ClientID)
+			ctx, recorded := audit.WithMark(ctx)
 			r = r.WithContext(ctx)
+			if err := h(w, r); err != nil {
+				if !recorded.Load() && p.TenantID != "" && !fault.Is(fault.Unavailable, err) {
+					err = s.recordRefusal(r, p, route, ActionRequestRefused, err)
+				}
+				s.writeError(w, r, o.style, err)
+			}
+			return
 		}
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, o.style, err)
@@ -409,6 +417,13 @@ func (s *Server) handle(method, path string, o routeOpts, h handlerFunc) {
 // only what their services refuse.
 const ActionAccessDenied = "access.denied"
 
+// ActionRequestRefused is the audit action of an authenticated request
+// refused before any area's service saw it (a body that does not decode,
+// one over the route's limit, a malformed path or query parameter): the
+// HTTP layer records it when no area recorded anything for the request,
+// so that every refused action has its failed record.
+const ActionRequestRefused = "request.refused"
+
 // actorOf is the audit actor of a caller: its user, else its client, else
 // its API key.
 func actorOf(p identity.Principal) string {
@@ -421,17 +436,17 @@ func actorOf(p identity.Principal) string {
 	return "apikey:" + p.APIKeyID
 }
 
-// recordRefusal audits a refusal of route to the authenticated caller p
-// in its tenant, under the area the route belongs to, and returns err (or
-// the audit log's unavailability, as every area does when its record
-// cannot be written).
-func (s *Server) recordRefusal(r *http.Request, p identity.Principal, route Route, err error) error {
+// recordRefusal audits a refusal (action) of route to the authenticated
+// caller p in its tenant, under the area the route belongs to, and returns
+// err (or the audit log's unavailability, as every area does when its
+// record cannot be written).
+func (s *Server) recordRefusal(r *http.Request, p identity.Principal, route Route, action string, err error) error {
 	ctx := audit.WithActor(r.Context(), actorOf(p), p.ClientID)
 	meta := map[string]any{"method": route.Method, "route": route.Pattern}
 	if p.ClientID != "" {
 		meta["client_id"] = p.ClientID
 	}
-	return audit.Outcome(ctx, s.p.Audit(), audit.Entry{TenantID: p.TenantID, Source: s.sourceOf(route.Pattern), Action: ActionAccessDenied, Err: err, Meta: meta})
+	return audit.Outcome(ctx, s.p.Audit(), audit.Entry{TenantID: p.TenantID, Source: s.sourceOf(route.Pattern), Action: action, Err: err, Meta: meta})
 }
 
 // sourceOf is the audit source of the area a route pattern belongs to.

@@ -102,7 +102,8 @@ type ImportOptions struct {
 
 // UserImporter is implemented by stores that can import users: creates
 // and updates of one batch with their audit records, in one transaction
-// (fault.Conflict when a create clashes, and then nothing is written).
+// (fault.Conflict when a user's name, ignoring case, or externalId clashes
+// with another's, or an updated user is gone; then nothing is written).
 type UserImporter interface {
 	ImportUsers(ctx context.Context, creates, updates []User, recs []*audit.Record) error
 }
@@ -485,7 +486,11 @@ func (s *Service) commitImport(ctx context.Context, imp UserImporter, b audit.Bu
 			return err
 		}
 		if err := imp.ImportUsers(ctx, c, u, r); fault.Is(fault.Conflict, err) {
-			failLine(pl, importCodeConflict, "", "a user with this name or externalId was created meanwhile")
+			msg := "a user with this name or externalId was created meanwhile"
+			if pl.update != nil {
+				msg = "another user took this name or externalId, or this user was deleted, meanwhile"
+			}
+			failLine(pl, importCodeConflict, "", msg)
 		} else if err != nil {
 			return err
 		}

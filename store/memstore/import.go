@@ -37,7 +37,9 @@ func (s *Store) ImportUsers(ctx context.Context, creates, updates []identity.Use
 		}
 		for _, u := range updates {
 			if o, ok := s.users[u.ID]; !ok || o.TenantID != u.TenantID {
-				return fault.E(fault.NotFound, "user not found")
+				// As the SQL stores: the batch is refused whole and its
+				// lines are retried one by one.
+				return fault.E(fault.Conflict, "the user is gone")
 			}
 			if clash(u, u.ID) {
 				return fault.E(fault.Conflict, "user name or externalId exists")

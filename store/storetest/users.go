@@ -67,6 +67,15 @@ var userTests = []test{
 		renamed := bob
 		renamed.Name = "CAROL"
 		wantKind(t, "an update onto another's name", imp.ImportUsers(ctx, nil, []identity.User{renamed}, nil), fault.Conflict)
+		// An update of a user deleted since the lines were read is a
+		// conflict too, and the batch writes nothing (the service retries
+		// its lines one by one).
+		gone := newUser(a.ID, "gone")
+		dave := newUser(a.ID, "dave")
+		wantKind(t, "an update of a deleted user", imp.ImportUsers(ctx, []identity.User{dave}, []identity.User{gone}, nil), fault.Conflict)
+		if _, err := s.GetUserByName(ctx, a.ID, "dave"); !fault.Is(fault.NotFound, err) {
+			t.Errorf("the refused batch created dave: %v", err)
+		}
 		// Keeping one's own name and externalId is no clash, and the same
 		// name in another tenant is another user.
 		bob.DisplayName = "Bob"

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"math"
 	"net/http"
@@ -33,20 +34,17 @@ func (s *Server) registerSCIM() {
 	s.handle("GET", b+"/ResourceTypes/{resourceType}", a, s.scimResourceType)
 	s.handle("GET", b+"/Schemas", a, s.scimSchemas)
 	s.handle("GET", b+"/Schemas/{schemaUrn}", a, s.scimSchema)
-	s.handle("GET", b+"/Users", a, s.scimListUsers)
-	s.handle("POST", b+"/Users/.search", a, s.scimSearchUsers)
-	s.handle("POST", b+"/Users", a, s.scimCreateUser)
-	s.handle("GET", b+"/Users/{userId}", a, s.scimGetUser)
-	s.handle("PUT", b+"/Users/{userId}", a, s.scimReplaceUser)
-	s.handle("PATCH", b+"/Users/{userId}", a, s.scimPatchUser)
-	s.handle("DELETE", b+"/Users/{userId}", a, s.scimDeleteUser)
-	s.handle("GET", b+"/Groups", a, s.scimListGroups)
-	s.handle("POST", b+"/Groups/.search", a, s.scimSearchGroups)
-	s.handle("POST", b+"/Groups", a, s.scimCreateGroup)
-	s.handle("GET", b+"/Groups/{groupId}", a, s.scimGetGroup)
-	s.handle("PUT", b+"/Groups/{groupId}", a, s.scimReplaceGroup)
-	s.handle("PATCH", b+"/Groups/{groupId}", a, s.scimPatchGroup)
-	s.handle("DELETE", b+"/Groups/{groupId}", a, s.scimDeleteGroup)
+	for _, res := range []scimResource{scimUsers, scimGroups} {
+		c := b + "/" + res.name
+		item := c + "/{" + res.param + "}"
+		s.handle("GET", c, a, s.scimList(res))
+		s.handle("POST", c+"/.search", a, s.scimSearch(res))
+		s.handle("POST", c, a, s.scimCreate(res))
+		s.handle("GET", item, a, s.scimGet(res))
+		s.handle("PUT", item, a, s.scimWrite(res, res.replace))
+		s.handle("PATCH", item, a, s.scimWrite(res, res.patch))
+		s.handle("DELETE", item, a, s.scimDelete(res))
+	}
 	s.handle("POST", b+"/Bulk", a, s.scimNotImplemented)
 	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
 		s.handle(m, b+"/Me", a, s.scimNotImplemented)
@@ -251,96 +249,6 @@ func containsInt(l []int64, v int64) bool {
 	return false
 }
 
-func (s *Server) scimListGroups(w http.ResponseWriter, r *http.Request) error {
-	q, err := scim.ParseListQuery(r.URL.Query())
-	if err != nil {
-		return err
-	}
-	out, err := s.p.SCIM.ListGroups(r.Context(), principal(r), q)
-	if err != nil {
-		return err
-	}
-	writeSCIM(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) scimSearchGroups(w http.ResponseWriter, r *http.Request) error {
-	body, err := scimBody(r)
-	if err != nil {
-		return err
-	}
-	q, err := scim.DecodeSearch(body)
-	if err != nil {
-		return err
-	}
-	out, err := s.p.SCIM.ListGroups(r.Context(), principal(r), q)
-	if err != nil {
-		return err
-	}
-	writeSCIM(w, http.StatusOK, out)
-	return nil
-}
-
-func (s *Server) scimGetGroup(w http.ResponseWriter, r *http.Request) error {
-	q, err := scim.ParseListQuery(r.URL.Query())
-	if err != nil {
-		return err
-	}
-	doc, err := s.p.SCIM.GetGroup(r.Context(), principal(r), r.PathValue("groupId"), q.Attributes, q.ExcludedAttributes)
-	if err != nil {
-		return err
-	}
-	writeResource(w, r, http.StatusOK, doc)
-	return nil
-}
-
-func (s *Server) scimCreateGroup(w http.ResponseWriter, r *http.Request) error {
-	body, err := scimBody(r)
-	if err != nil {
-		return err
-	}
-	doc, err := s.p.SCIM.CreateGroup(r.Context(), principal(r), body)
-	if err != nil {
-		return err
-	}
-	writeResource(w, r, http.StatusCreated, doc)
-	return nil
-}
-
-func (s *Server) scimReplaceGroup(w http.ResponseWriter, r *http.Request) error {
-	body, err := scimBody(r)
-	if err != nil {
-		return err
-	}
-	doc, err := s.p.SCIM.ReplaceGroup(r.Context(), principal(r), r.PathValue("groupId"), body, r.Header.Get("If-Match"))
-	if err != nil {
-		return err
-	}
-	writeResource(w, r, http.StatusOK, doc)
-	return nil
-}
-
-func (s *Server) scimPatchGroup(w http.ResponseWriter, r *http.Request) error {
-	body, err := scimBody(r)
-	if err != nil {
-		return err
-	}
-	doc, err := s.p.SCIM.PatchGroup(r.Context(), principal(r), r.PathValue("groupId"), body, r.Header.Get("If-Match"))
-	if err != nil {
-		return err
-	}
-	writeResource(w, r, http.StatusOK, doc)
-	return nil
-}
-
-func (s *Server) scimDeleteGroup(w http.ResponseWriter, r *http.Request) error {
-	if err := s.p.SCIM.DeleteGroup(r.Context(), principal(r), r.PathValue("groupId"), r.Header.Get("If-Match")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
 // rateLimiter is a token bucket per key: rate tokens a second, burst at
 // most. Keys idle long enough to have refilled are dropped when the map
 // grows, so it stays small.
@@ -388,92 +296,116 @@ func (l *rateLimiter) allow(key string, now time.Time) (time.Duration, bool) {
 	return 0, true
 }
 
-func (s *Server) scimListUsers(w http.ResponseWriter, r *http.Request) error {
-	q, err := scim.ParseListQuery(r.URL.Query())
-	if err != nil {
-		return err
-	}
-	out, err := s.p.SCIM.ListUsers(r.Context(), principal(r), q)
-	if err != nil {
-		return err
-	}
-	writeSCIM(w, http.StatusOK, out)
-	return nil
+// scimResource is a SCIM resource type's collection at /{name}, its
+// resources at /{name}/{param}, and the service's methods for them: Users
+// and Groups are served by the same handlers.
+type scimResource struct {
+	name, param string
+	list        func(*scim.Service, context.Context, identity.Principal, scim.ListRequest) (scim.ListResponse, error)
+	get         func(s *scim.Service, ctx context.Context, p identity.Principal, id string, attributes, excluded []string) (map[string]any, error)
+	create      func(s *scim.Service, ctx context.Context, p identity.Principal, body []byte) (map[string]any, error)
+	// replace (PUT) and patch (PATCH) take the body and If-Match.
+	replace, patch scimWriter
+	delete         func(s *scim.Service, ctx context.Context, p identity.Principal, id, ifMatch string) error
 }
 
-func (s *Server) scimSearchUsers(w http.ResponseWriter, r *http.Request) error {
-	body, err := scimBody(r)
-	if err != nil {
-		return err
+type scimWriter func(s *scim.Service, ctx context.Context, p identity.Principal, id string, body []byte, ifMatch string) (map[string]any, error)
+
+var (
+	scimUsers = scimResource{name: "Users", param: "userId", list: (*scim.Service).ListUsers, get: (*scim.Service).GetUser,
+		create: (*scim.Service).CreateUser, replace: (*scim.Service).ReplaceUser, patch: (*scim.Service).PatchUser, delete: (*scim.Service).DeleteUser}
+	scimGroups = scimResource{name: "Groups", param: "groupId", list: (*scim.Service).ListGroups, get: (*scim.Service).GetGroup,
+		create: (*scim.Service).CreateGroup, replace: (*scim.Service).ReplaceGroup, patch: (*scim.Service).PatchGroup, delete: (*scim.Service).DeleteGroup}
+)
+
+// scimList is GET /{name}: a filtered, sorted page.
+func (s *Server) scimList(res scimResource) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		q, err := scim.ParseListQuery(r.URL.Query())
+		if err != nil {
+			return err
+		}
+		out, err := res.list(s.p.SCIM, r.Context(), principal(r), q)
+		if err != nil {
+			return err
+		}
+		writeSCIM(w, http.StatusOK, out)
+		return nil
 	}
-	q, err := scim.DecodeSearch(body)
-	if err != nil {
-		return err
-	}
-	out, err := s.p.SCIM.ListUsers(r.Context(), principal(r), q)
-	if err != nil {
-		return err
-	}
-	writeSCIM(w, http.StatusOK, out)
-	return nil
 }
 
-func (s *Server) scimGetUser(w http.ResponseWriter, r *http.Request) error {
-	q, err := scim.ParseListQuery(r.URL.Query())
-	if err != nil {
-		return err
+// scimSearch is POST /{name}/.search: a list whose query is the body.
+func (s *Server) scimSearch(res scimResource) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		body, err := scimBody(r)
+		if err != nil {
+			return err
+		}
+		q, err := scim.DecodeSearch(body)
+		if err != nil {
+			return err
+		}
+		out, err := res.list(s.p.SCIM, r.Context(), principal(r), q)
+		if err != nil {
+			return err
+		}
+		writeSCIM(w, http.StatusOK, out)
+		return nil
 	}
-	doc, err := s.p.SCIM.GetUser(r.Context(), principal(r), r.PathValue("userId"), q.Attributes, q.ExcludedAttributes)
-	if err != nil {
-		return err
-	}
-	writeResource(w, r, http.StatusOK, doc)
-	return nil
 }
 
-func (s *Server) scimCreateUser(w http.ResponseWriter, r *http.Request) error {
-	body, err := scimBody(r)
-	if err != nil {
-		return err
+func (s *Server) scimGet(res scimResource) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		q, err := scim.ParseListQuery(r.URL.Query())
+		if err != nil {
+			return err
+		}
+		doc, err := res.get(s.p.SCIM, r.Context(), principal(r), r.PathValue(res.param), q.Attributes, q.ExcludedAttributes)
+		if err != nil {
+			return err
+		}
+		writeResource(w, r, http.StatusOK, doc)
+		return nil
 	}
-	doc, err := s.p.SCIM.CreateUser(r.Context(), principal(r), body)
-	if err != nil {
-		return err
-	}
-	writeResource(w, r, http.StatusCreated, doc)
-	return nil
 }
 
-func (s *Server) scimReplaceUser(w http.ResponseWriter, r *http.Request) error {
-	body, err := scimBody(r)
-	if err != nil {
-		return err
+func (s *Server) scimCreate(res scimResource) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		body, err := scimBody(r)
+		if err != nil {
+			return err
+		}
+		doc, err := res.create(s.p.SCIM, r.Context(), principal(r), body)
+		if err != nil {
+			return err
+		}
+		writeResource(w, r, http.StatusCreated, doc)
+		return nil
 	}
-	doc, err := s.p.SCIM.ReplaceUser(r.Context(), principal(r), r.PathValue("userId"), body, r.Header.Get("If-Match"))
-	if err != nil {
-		return err
-	}
-	writeResource(w, r, http.StatusOK, doc)
-	return nil
 }
 
-func (s *Server) scimPatchUser(w http.ResponseWriter, r *http.Request) error {
-	body, err := scimBody(r)
-	if err != nil {
-		return err
+// scimWrite is PUT or PATCH of /{name}/{param}, with If-Match.
+func (s *Server) scimWrite(res scimResource, write scimWriter) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		body, err := scimBody(r)
+		if err != nil {
+			return err
+		}
+		doc, err := write(s.p.SCIM, r.Context(), principal(r), r.PathValue(res.param), body, r.Header.Get("If-Match"))
+		if err != nil {
+			return err
+		}
+		writeResource(w, r, http.StatusOK, doc)
+		return nil
 	}
-	doc, err := s.p.SCIM.PatchUser(r.Context(), principal(r), r.PathValue("userId"), body, r.Header.Get("If-Match"))
-	if err != nil {
-		return err
-	}
-	writeResource(w, r, http.StatusOK, doc)
-	return nil
 }
 
-func (s *Server) scimDeleteUser(w http.ResponseWriter, r *http.Request) error {
-	if err := s.p.SCIM.DeleteUser(r.Context(), principal(r), r.PathValue("userId"), r.Header.Get("If-Match")); err != nil {
-		return err
+func (s *Server) scimDelete(res scimResource) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if err := res.delete(s.p.SCIM, r.Context(), principal(r), r.PathValue(res.param), r.Header.Get("If-Match")); err != nil {
+			return err
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return nil
 	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }

@@ -325,13 +325,18 @@ func (s *Server) scimList(res scimResource) handlerFunc {
 		if err != nil {
 			return err
 		}
-		out, err := res.list(s.p.SCIM, r.Context(), principal(r), q)
-		if err != nil {
-			return err
-		}
-		writeSCIM(w, http.StatusOK, out)
-		return nil
+		return s.scimPage(w, r, res, q)
 	}
+}
+
+// scimPage writes the page q selects of res's resources.
+func (s *Server) scimPage(w http.ResponseWriter, r *http.Request, res scimResource, q scim.ListRequest) error {
+	out, err := res.list(s.p.SCIM, r.Context(), principal(r), q)
+	if err != nil {
+		return err
+	}
+	writeSCIM(w, http.StatusOK, out)
+	return nil
 }
 
 // scimSearch is POST /{name}/.search: a list whose query is the body.
@@ -345,12 +350,7 @@ func (s *Server) scimSearch(res scimResource) handlerFunc {
 		if err != nil {
 			return err
 		}
-		out, err := res.list(s.p.SCIM, r.Context(), principal(r), q)
-		if err != nil {
-			return err
-		}
-		writeSCIM(w, http.StatusOK, out)
-		return nil
+		return s.scimPage(w, r, res, q)
 	}
 }
 

@@ -15,13 +15,10 @@ import (
 	"github.com/latchkey/latchkey/vault"
 )
 
-// TestSystemChangesAuditedWithTheirWrite: what the platform changes by
-// itself (an automatic rotation, a passed activation or deactivation
-// date) is audited in the transaction that stores it. The recorder is
-// closed before the changes, so a record written after the write, as a
-// process killed between the two would leave it, is lost; only the
-// records that went with the write reach the log.
-func TestSystemChangesAuditedWithTheirWrite(t *testing.T) {
+// auditedVault is a vault service on a memstore whose audit recorder
+// (closed at the test's end) writes to the same store.
+func auditedVault(t *testing.T) (*memstore.Store, *vault.Service, *audit.Recorder, *clocktest.Fake) {
+	t.Helper()
 	st := memstore.New()
 	sealer, err := seal.New(seal.NewKey())
 	if err != nil {
@@ -29,7 +26,18 @@ func TestSystemChangesAuditedWithTheirWrite(t *testing.T) {
 	}
 	clk := clocktest.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	rec := audit.NewRecorder(st, clk, nil)
-	s := vault.NewService(vault.Config{Store: st, Sealer: sealer, Audit: rec, Clock: clk})
+	t.Cleanup(rec.Close)
+	return st, vault.NewService(vault.Config{Store: st, Sealer: sealer, Audit: rec, Clock: clk}), rec, clk
+}
+
+// TestSystemChangesAuditedWithTheirWrite: what the platform changes by
+// itself (an automatic rotation, a passed activation or deactivation
+// date) is audited in the transaction that stores it. The recorder is
+// closed before the changes, so a record written after the write, as a
+// process killed between the two would leave it, is lost; only the
+// records that went with the write reach the log.
+func TestSystemChangesAuditedWithTheirWrite(t *testing.T) {
+	st, s, rec, clk := auditedVault(t)
 	auto, err := s.CreateKey(t.Context(), admin, vault.CreateRequest{Name: "auto", KeySpec: vault.KeySpec{Algorithm: "AES", Size: 256}, AutoRotatePeriodSeconds: 3600})
 	if err != nil {
 		t.Fatal(err)
@@ -85,15 +93,7 @@ func TestSystemChangesAuditedWithTheirWrite(t *testing.T) {
 // activation once, as the platform's (actor "system", no client), in the
 // request's trace; the rename is the user's.
 func TestDateChangeStoredByAUserWrite(t *testing.T) {
-	st := memstore.New()
-	sealer, err := seal.New(seal.NewKey())
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clocktest.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	rec := audit.NewRecorder(st, clk, nil)
-	t.Cleanup(rec.Close)
-	s := vault.NewService(vault.Config{Store: st, Sealer: sealer, Audit: rec, Clock: clk})
+	st, s, _, clk := auditedVault(t)
 	later := clk.Now().Add(30 * time.Minute)
 	k, err := s.CreateKey(t.Context(), admin, vault.CreateRequest{Name: "dated", KeySpec: vault.KeySpec{Algorithm: "AES", Size: 256}, ActivationDate: &later})
 	if err != nil {

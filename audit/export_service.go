@@ -566,20 +566,59 @@ func (e *Exporter) runJob(ctx context.Context, job ExportJob) bool {
 		}
 		return false
 	}
-	err = e.cfg.Store.CompleteExportJob(ctx, job.TenantID, job.ID, e.cfg.Owner, e.now(), res)
+	meta["count"], meta["size"] = res.Summary.Count, res.ArchiveSize
+	done := Entry{TenantID: job.TenantID, Source: SourceAudit, Action: "export.complete", Meta: meta}
+	err = e.finalWrite(ctx, done, func(ctx context.Context, recs []*Record) error {
+		return e.cfg.Store.CompleteExportJob(ctx, job.TenantID, job.ID, e.cfg.Owner, e.now(), res, recs)
+	})
 	if err != nil {
-		// Lost the lease (Conflict): another worker owns the job now.
+		// Lost the lease (Conflict): another worker owns the job now. Or
+		// the store failed: the job stays ACTIVE and is run again once
+		// the lease lapses.
 		os.Remove(filepath.Join(e.cfg.ArchiveDir, res.Archive))
 		os.Remove(filepath.Join(e.cfg.ArchiveDir, IntegrityName(res.Archive)))
 		e.log.WarnContext(ctx, "audit: export not completed", "job", job.ID, "err", err)
 		return false
 	}
 	e.succeeded.Add(1)
-	meta["count"], meta["size"] = res.Summary.Count, res.ArchiveSize
-	if err := e.record(ctx, job.TenantID, "export.complete", nil, meta); err != nil {
-		e.log.ErrorContext(ctx, "audit: cannot record export completion", "job", job.ID, "err", err)
-	}
 	return true
+}
+
+// finalWriteTimeout bounds a final write that outlives Run's context, so
+// that a stop waits for it but never hangs on an unreachable store.
+const finalWriteTimeout = 10 * time.Second
+
+// finalWrite stores a change that no worker retries (a job's final state,
+// a forgotten archive) together with its audit record entry: write gets
+// the record to append in its transaction. Written after the change, the
+// record would be lost for good by a process killed between the two, as
+// the job is never claimed again and the archive never listed again.
+//
+// The write outlives ctx (Run's, cancelled at Close, up to
+// finalWriteTimeout): a stop must not leave a finished archive
+// uncompleted, or a change committed without its record.
+//
+// A sink that cannot build records (a test's) gets entry recorded after
+// the write, as before; a failure to record it is only logged, since the
+// change is stored.
+func (e *Exporter) finalWrite(ctx context.Context, entry Entry, write func(context.Context, []*Record) error) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalWriteTimeout)
+	defer cancel()
+	b, ok := e.cfg.Sink.(Builder)
+	if !ok {
+		if err := write(ctx, nil); err != nil {
+			return err
+		}
+		if err := e.cfg.Sink.Record(ctx, entry); err != nil {
+			e.log.ErrorContext(ctx, "audit: cannot record an export change", "action", entry.Action, "tenant", entry.TenantID, "err", err)
+		}
+		return nil
+	}
+	rec, err := b.Build(ctx, entry)
+	if err != nil {
+		return Unavailable(err)
+	}
+	return write(ctx, []*Record{rec})
 }
 
 // startJobSpan starts the span of one run of job (a no-op span without a
@@ -604,14 +643,15 @@ func (e *Exporter) startJobSpan(ctx context.Context, job ExportJob) (context.Con
 }
 
 func (e *Exporter) fail(ctx context.Context, job ExportJob, reason string, meta map[string]any) bool {
-	if err := e.cfg.Store.FailExportJob(ctx, job.TenantID, job.ID, e.cfg.Owner, e.now(), reason); err != nil {
+	entry := Entry{TenantID: job.TenantID, Source: SourceAudit, Action: "export.fail", Err: fault.E(fault.Unavailable, fault.Msg(reason)), Meta: meta}
+	err := e.finalWrite(ctx, entry, func(ctx context.Context, recs []*Record) error {
+		return e.cfg.Store.FailExportJob(ctx, job.TenantID, job.ID, e.cfg.Owner, e.now(), reason, recs)
+	})
+	if err != nil {
 		e.log.WarnContext(ctx, "audit: export not failed", "job", job.ID, "err", err)
 		return false
 	}
 	e.failed.Add(1)
-	if err := e.record(ctx, job.TenantID, "export.fail", fault.E(fault.Unavailable, fault.Msg(reason)), meta); err != nil {
-		e.log.ErrorContext(ctx, "audit: cannot record export failure", "job", job.ID, "err", err)
-	}
 	return true
 }
 
@@ -733,10 +773,10 @@ func (e *Exporter) CleanupExpired(ctx context.Context) (int, error) {
 					return n, err
 				}
 			}
-			if err := e.cfg.Store.ForgetExportArchive(ctx, j.TenantID, j.ID); err != nil {
-				return n, err
-			}
-			if err := e.record(ctx, j.TenantID, "export.archive.delete", nil, map[string]any{"jobId": j.ID}); err != nil {
+			entry := Entry{TenantID: j.TenantID, Source: SourceAudit, Action: "export.archive.delete", Meta: map[string]any{"jobId": j.ID}}
+			if err := e.finalWrite(ctx, entry, func(ctx context.Context, recs []*Record) error {
+				return e.cfg.Store.ForgetExportArchive(ctx, j.TenantID, j.ID, recs)
+			}); err != nil {
 				return n, err
 			}
 			n++

@@ -105,24 +105,30 @@ type ExportStore interface {
 	RenewExportLease(ctx context.Context, tenantID, id, owner string, now time.Time, leaseFor time.Duration, recordsWritten int64) error
 
 	// CompleteExportJob moves a job owner holds to SUCCEEDED with EndedAt =
-	// now and the result's archive fields, and clears the lease. Returns
-	// fault.Conflict under the same conditions as RenewExportLease;
-	// fault.NotFound if there is no such job.
-	CompleteExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, res ExportResult) error
+	// now and the result's archive fields, clears the lease, and appends
+	// recs (its audit records, built by a Builder; may be nil) to their
+	// chains in the same transaction (LogStore.AppendAuditRecords' rules),
+	// locking the job before the chain heads. Returns fault.Conflict under
+	// the same conditions as RenewExportLease; fault.NotFound if there is no
+	// such job; either way nothing is written, recs included.
+	CompleteExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, res ExportResult, recs []*Record) error
 
 	// FailExportJob moves a job owner holds to FAILED with EndedAt = now and
-	// Error = reason (a public message), and clears the lease. Returns
-	// fault.Conflict and fault.NotFound as CompleteExportJob.
-	FailExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, reason string) error
+	// Error = reason (a public message), clears the lease and appends recs,
+	// all as CompleteExportJob. Returns fault.Conflict and fault.NotFound
+	// as CompleteExportJob.
+	FailExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, reason string, recs []*Record) error
 
 	// ListExpiredArchives returns up to limit SUCCEEDED jobs, oldest first,
 	// whose ArchiveExpiresAt <= now and whose Archive is not "", for the
 	// clean-up worker to delete the files and then call ForgetExportArchive.
 	ListExpiredArchives(ctx context.Context, now time.Time, limit int) ([]ExportJob, error)
 
-	// ForgetExportArchive clears Archive of a job once its file is deleted;
-	// the job itself stays readable. Returns fault.NotFound if there is no such job.
-	ForgetExportArchive(ctx context.Context, tenantID, id string) error
+	// ForgetExportArchive clears Archive of a job once its file is deleted,
+	// and appends recs (may be nil) in the same transaction, as
+	// CompleteExportJob; the job itself stays readable. Returns
+	// fault.NotFound if there is no such job, and then writes nothing.
+	ForgetExportArchive(ctx context.Context, tenantID, id string, recs []*Record) error
 
 	// ScanAuditRecords streams the tenant's records matching req (see
 	// ExportRequest.Matches) in increasing Seq order, with Seq, PrevHash and

@@ -52,29 +52,34 @@ func (s *Store) ClaimExportJob(ctx context.Context, owner string, now time.Time,
 }
 
 // updateHeldLocked lets change edit the job when owner holds a live lease
-// on it, and stores the result.
-func (s *Store) updateHeldLocked(tenantID, id, owner string, now time.Time, change func(*audit.ExportJob)) error {
-	return update(s.exportJobs, id, jobOf(tenantID), "export job not found", func(j *audit.ExportJob) error {
+// on it, and stores the result with its audit records recs; a refused
+// change appends none of them.
+func (s *Store) updateHeldLocked(tenantID, id, owner string, now time.Time, recs []*audit.Record, change func(*audit.ExportJob)) error {
+	err := update(s.exportJobs, id, jobOf(tenantID), "export job not found", func(j *audit.ExportJob) error {
 		if j.State != audit.JobActive || j.LeaseOwner != owner || !j.LeaseUntil.After(now) {
 			return fault.E(fault.Conflict, "export job lease not held")
 		}
 		change(j)
 		return nil
 	})
+	if err == nil {
+		s.appendAuditLocked(recs)
+	}
+	return err
 }
 
 // RenewExportLease implements audit.ExportStore.
 func (s *Store) RenewExportLease(ctx context.Context, tenantID, id, owner string, now time.Time, leaseFor time.Duration, recordsWritten int64) error {
 	defer s.lock()()
-	return s.updateHeldLocked(tenantID, id, owner, now, func(j *audit.ExportJob) {
+	return s.updateHeldLocked(tenantID, id, owner, now, nil, func(j *audit.ExportJob) {
 		j.LeaseUntil, j.RecordsWritten = now.Add(leaseFor), recordsWritten
 	})
 }
 
 // CompleteExportJob implements audit.ExportStore.
-func (s *Store) CompleteExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, res audit.ExportResult) error {
+func (s *Store) CompleteExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, res audit.ExportResult, recs []*audit.Record) error {
 	defer s.lock()()
-	return s.updateHeldLocked(tenantID, id, owner, now, func(j *audit.ExportJob) {
+	return s.updateHeldLocked(tenantID, id, owner, now, recs, func(j *audit.ExportJob) {
 		j.State, j.EndedAt = audit.JobSucceeded, &now
 		j.Archive, j.ArchiveSize, j.Summary, j.ArchiveExpiresAt = res.Archive, res.ArchiveSize, res.Summary, res.ArchiveExpiresAt
 		j.RecordsWritten = res.Summary.Count
@@ -83,9 +88,9 @@ func (s *Store) CompleteExportJob(ctx context.Context, tenantID, id, owner strin
 }
 
 // FailExportJob implements audit.ExportStore.
-func (s *Store) FailExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, reason string) error {
+func (s *Store) FailExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, reason string, recs []*audit.Record) error {
 	defer s.lock()()
-	return s.updateHeldLocked(tenantID, id, owner, now, func(j *audit.ExportJob) {
+	return s.updateHeldLocked(tenantID, id, owner, now, recs, func(j *audit.ExportJob) {
 		j.State, j.EndedAt, j.Error = audit.JobFailed, &now, reason
 		j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 	})
@@ -103,12 +108,16 @@ func (s *Store) ListExpiredArchives(ctx context.Context, now time.Time, limit in
 }
 
 // ForgetExportArchive implements audit.ExportStore.
-func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string) error {
+func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string, recs []*audit.Record) error {
 	defer s.lock()()
-	return update(s.exportJobs, id, jobOf(tenantID), "export job not found", func(j *audit.ExportJob) error {
+	err := update(s.exportJobs, id, jobOf(tenantID), "export job not found", func(j *audit.ExportJob) error {
 		j.Archive = ""
 		return nil
 	})
+	if err == nil {
+		s.appendAuditLocked(recs)
+	}
+	return err
 }
 
 // ScanAuditRecords implements audit.ExportStore. It copies up to scanChunk

@@ -45,6 +45,26 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 	return s.c.Pipeline(ctx, a.lock, a.write)
 }
 
+// appendAuditTx appends recs in the transaction q, after the writes q
+// has made: the rows those writes locked (a job's, a key's) come before
+// the chain heads, and an append alone locks only heads, so no two
+// transactions take them in opposite order. The append is built inside
+// the call, so a transaction that Conn.Tx runs again chains afresh.
+func appendAuditTx(ctx context.Context, q Querier, recs []*audit.Record) error {
+	if len(recs) == 0 {
+		return nil
+	}
+	a := newAuditAppend(recs)
+	b := &Batch{}
+	a.lock(b)
+	if err := q.Batch(ctx, b); err != nil {
+		return err
+	}
+	b = &Batch{}
+	a.write(b)
+	return q.Batch(ctx, b)
+}
+
 // auditHead is a tenant's chain head as an append sees it.
 type auditHead struct {
 	seq  int64

@@ -78,45 +78,59 @@ func (s *Store) ClaimExportJob(ctx context.Context, owner string, now time.Time,
 // held runs an update that applies only while owner holds a live lease on
 // the job (the lease-holder check is in the UPDATE's own WHERE, so it is
 // atomic with the change), and tells Conflict (the job exists) from
-// NotFound (it does not, in this tenant).
-func (s *Store) held(ctx context.Context, tenantID, id, owner string, now time.Time, set string, args ...any) error {
+// NotFound (it does not, in this tenant). With recs, the update and the
+// records are one transaction, the job's row locked before the chain
+// heads (see appendAuditTx); a refused update appends none of them.
+func (s *Store) held(ctx context.Context, tenantID, id, owner string, now time.Time, recs []*audit.Record, set string, args ...any) error {
 	n := len(args)
 	args = append(args, id, tenantID, owner, now)
 	p := func(i int) string { return "$" + strconv.Itoa(n+i) }
-	changed, err := s.c.Write().Exec(ctx, `UPDATE export_jobs SET `+set+`
-		WHERE id = `+p(1)+` AND tenant_id = `+p(2)+` AND state = 'ACTIVE' AND lease_owner = `+p(3)+` AND lease_until > `+p(4), args...)
-	if err != nil {
-		return s.c.MapErr(err)
+	update := `UPDATE export_jobs SET ` + set + `
+		WHERE id = ` + p(1) + ` AND tenant_id = ` + p(2) + ` AND state = 'ACTIVE' AND lease_owner = ` + p(3) + ` AND lease_until > ` + p(4)
+	run := func(w, r Querier) error {
+		changed, err := w.Exec(ctx, update, args...)
+		if err != nil {
+			return err
+		}
+		if changed == 1 {
+			return nil
+		}
+		var one int
+		if err := r.QueryRow(ctx, `SELECT 1 FROM export_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID).Scan(&one); err != nil {
+			return s.notFound(err, "export job")
+		}
+		return fault.E(fault.Conflict, "export job lease not held")
 	}
-	if changed == 1 {
-		return nil
+	if len(recs) == 0 {
+		return s.c.MapErr(run(s.c.Write(), s.c.Read()))
 	}
-	var one int
-	if err := s.c.Read().QueryRow(ctx, `SELECT 1 FROM export_jobs WHERE id = $1 AND tenant_id = $2`, id, tenantID).Scan(&one); err != nil {
-		return s.notFound(err, "export job")
-	}
-	return fault.E(fault.Conflict, "export job lease not held")
+	return s.c.MapErr(s.c.Tx(ctx, func(q Querier) error {
+		if err := run(q, q); err != nil {
+			return err
+		}
+		return appendAuditTx(ctx, q, recs)
+	}))
 }
 
 // RenewExportLease implements audit.ExportStore.
 func (s *Store) RenewExportLease(ctx context.Context, tenantID, id, owner string, now time.Time, leaseFor time.Duration, recordsWritten int64) error {
-	return s.held(ctx, tenantID, id, owner, now, `lease_until = $1, records_written = $2`, now.Add(leaseFor), recordsWritten)
+	return s.held(ctx, tenantID, id, owner, now, nil, `lease_until = $1, records_written = $2`, now.Add(leaseFor), recordsWritten)
 }
 
 // CompleteExportJob implements audit.ExportStore.
-func (s *Store) CompleteExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, res audit.ExportResult) error {
+func (s *Store) CompleteExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, res audit.ExportResult, recs []*audit.Record) error {
 	summary, err := json.Marshal(res.Summary)
 	if err != nil {
 		return fault.E(fault.Internal, err)
 	}
-	return s.held(ctx, tenantID, id, owner, now,
+	return s.held(ctx, tenantID, id, owner, now, recs,
 		`state = 'SUCCEEDED', ended_at = $1, archive = $2, archive_size = $3, summary = $4, archive_expires_at = $5, lease_owner = '', lease_until = $6, records_written = $7`,
 		now, res.Archive, res.ArchiveSize, string(summary), optTime(res.ArchiveExpiresAt), (*time.Time)(nil), res.Summary.Count)
 }
 
 // FailExportJob implements audit.ExportStore.
-func (s *Store) FailExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, reason string) error {
-	return s.held(ctx, tenantID, id, owner, now, `state = 'FAILED', ended_at = $1, error = $2, lease_owner = '', lease_until = $3`,
+func (s *Store) FailExportJob(ctx context.Context, tenantID, id, owner string, now time.Time, reason string, recs []*audit.Record) error {
+	return s.held(ctx, tenantID, id, owner, now, recs, `state = 'FAILED', ended_at = $1, error = $2, lease_owner = '', lease_until = $3`,
 		now, reason, (*time.Time)(nil))
 }
 
@@ -126,10 +140,21 @@ func (s *Store) ListExpiredArchives(ctx context.Context, now time.Time, limit in
 		WHERE state = 'SUCCEEDED' AND archive <> '' AND archive_expires_at <= $1 ORDER BY archive_expires_at, id LIMIT $2`, now, limit)
 }
 
-// ForgetExportArchive implements audit.ExportStore.
-func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string) error {
-	n, err := s.c.Write().Exec(ctx, `UPDATE export_jobs SET archive = '' WHERE id = $1 AND tenant_id = $2`, id, tenantID)
-	return s.affected(n, err, "export job")
+// ForgetExportArchive implements audit.ExportStore: with recs, the update
+// and the records are one transaction, the job's row locked first.
+func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string, recs []*audit.Record) error {
+	const forget = `UPDATE export_jobs SET archive = '' WHERE id = $1 AND tenant_id = $2`
+	if len(recs) == 0 {
+		n, err := s.c.Write().Exec(ctx, forget, id, tenantID)
+		return s.affected(n, err, "export job")
+	}
+	return s.c.MapErr(s.c.Tx(ctx, func(q Querier) error {
+		n, err := q.Exec(ctx, forget, id, tenantID)
+		if err := s.affected(n, err, "export job"); err != nil {
+			return err
+		}
+		return appendAuditTx(ctx, q, recs)
+	}))
 }
 
 // AuditWindowQuery is the statement ScanAuditRecords reads each window

@@ -89,10 +89,10 @@ var exportTests = []test{
 		end := now.Add(50 * time.Second)
 		res := audit.ExportResult{Archive: j.ID + ".zip", ArchiveSize: 123, Summary: audit.Summary{Count: 2, FirstSeq: 1, LastSeq: 2, Runs: 1, KeyID: "k"},
 			ArchiveExpiresAt: end.Add(24 * time.Hour)}
-		if err := s.CompleteExportJob(ctx, j.TenantID, j.ID, "w2", end, res); !fault.Is(fault.Conflict, err) {
+		if err := s.CompleteExportJob(ctx, j.TenantID, j.ID, "w2", end, res, nil); !fault.Is(fault.Conflict, err) {
 			t.Errorf("complete by another owner = %v, want Conflict", err)
 		}
-		if err := s.CompleteExportJob(ctx, j.TenantID, j.ID, "w1", end, res); err != nil {
+		if err := s.CompleteExportJob(ctx, j.TenantID, j.ID, "w1", end, res, nil); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = s.GetExportJob(ctx, j.TenantID, j.ID)
@@ -103,7 +103,7 @@ var exportTests = []test{
 		if d := cmp.Diff(want, got, cmpopts.EquateEmpty()); d != "" {
 			t.Errorf("completed job (-want +got):\n%s", d)
 		}
-		if err := s.FailExportJob(ctx, j.TenantID, j.ID, "w1", end, "late"); !fault.Is(fault.Conflict, err) {
+		if err := s.FailExportJob(ctx, j.TenantID, j.ID, "w1", end, "late", nil); !fault.Is(fault.Conflict, err) {
 			t.Errorf("fail after completion = %v, want Conflict (final states are final)", err)
 		}
 		if _, err := s.ClaimExportJob(ctx, "w3", end.Add(time.Hour), time.Minute); !fault.Is(fault.NotFound, err) {
@@ -114,15 +114,67 @@ var exportTests = []test{
 		if _, err := s.ClaimExportJob(ctx, "w1", now, time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.FailExportJob(ctx, f.TenantID, f.ID, "w1", now, "too big"); err != nil {
+		if err := s.FailExportJob(ctx, f.TenantID, f.ID, "w1", now, "too big", nil); err != nil {
 			t.Fatal(err)
 		}
 		got, _ = s.GetExportJob(ctx, f.TenantID, f.ID)
 		if got.State != audit.JobFailed || got.Error != "too big" || got.EndedAt == nil || !got.EndedAt.Equal(now) || got.LeaseOwner != "" {
 			t.Errorf("failed job = %+v", got)
 		}
-		if err := s.FailExportJob(ctx, f.TenantID, "missing", "w1", now, "x"); !fault.Is(fault.NotFound, err) {
+		if err := s.FailExportJob(ctx, f.TenantID, "missing", "w1", now, "x", nil); !fault.Is(fault.NotFound, err) {
 			t.Errorf("fail of a missing job = %v, want NotFound", err)
+		}
+	}},
+	{"ExportFinalStatesAudited", func(t *testing.T, ctx context.Context, s Store) {
+		// A job's final state and a forgotten archive are stored with
+		// their audit records, so that a crash between two writes cannot
+		// keep the change and lose the record; a refused change (another
+		// owner, a lapsed lease, another tenant) appends none of them.
+		a := identity.NewGUID()
+		if err := s.AppendAuditRecords(ctx, []*audit.Record{NewRecord(a, 1)}); err != nil {
+			t.Fatal(err)
+		}
+		done := mustCreateJob(t, ctx, s, NewExportJob(a, 0))
+		failed := mustCreateJob(t, ctx, s, NewExportJob(a, time.Second))
+		for range 2 {
+			if _, err := s.ClaimExportJob(ctx, "w1", Epoch, time.Minute); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res := audit.ExportResult{Archive: done.ID + ".zip", ArchiveSize: 10, ArchiveExpiresAt: Epoch.Add(time.Hour)}
+		one := func(i int) []*audit.Record { return []*audit.Record{NewRecord(a, i)} }
+		wantKind(t, "complete by another owner", s.CompleteExportJob(ctx, a, done.ID, "w2", Epoch, res, one(2)), fault.Conflict)
+		wantKind(t, "complete after the lease lapsed", s.CompleteExportJob(ctx, a, done.ID, "w1", Epoch.Add(time.Minute), res, one(3)), fault.Conflict)
+		if err := s.CompleteExportJob(ctx, a, done.ID, "w1", Epoch, res, one(4)); err != nil {
+			t.Fatal(err)
+		}
+		wantKind(t, "fail by another owner", s.FailExportJob(ctx, a, failed.ID, "w2", Epoch, "x", one(5)), fault.Conflict)
+		wantKind(t, "fail of a completed job", s.FailExportJob(ctx, a, done.ID, "w1", Epoch, "x", one(6)), fault.Conflict)
+		if err := s.FailExportJob(ctx, a, failed.ID, "w1", Epoch, "too big", one(7)); err != nil {
+			t.Fatal(err)
+		}
+		wantKind(t, "forget from another tenant", s.ForgetExportArchive(ctx, identity.NewGUID(), done.ID, one(8)), fault.NotFound)
+		wantKind(t, "forget of a missing job", s.ForgetExportArchive(ctx, a, "missing", one(9)), fault.NotFound)
+		if err := s.ForgetExportArchive(ctx, a, done.ID, one(10)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.ListAuditRecords(ctx, a, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		CheckChain(t, got)
+		var traces []string
+		for _, r := range got {
+			traces = append(traces, r.TraceID)
+		}
+		if d := cmp.Diff([]string{"trace-1", "trace-4", "trace-7", "trace-10"}, traces); d != "" {
+			t.Errorf("records (-want +got):\n%s", d)
+		}
+		if j, _ := s.GetExportJob(ctx, a, done.ID); j.State != audit.JobSucceeded || j.Archive != "" {
+			t.Errorf("completed job after forgetting = %+v", j)
+		}
+		if j, _ := s.GetExportJob(ctx, a, failed.ID); j.State != audit.JobFailed || j.Error != "too big" {
+			t.Errorf("failed job = %+v", j)
 		}
 	}},
 	{"ExportJobTenantIsolation", func(t *testing.T, ctx context.Context, s Store) {
@@ -131,7 +183,7 @@ var exportTests = []test{
 		if _, err := s.GetExportJob(ctx, other, j.ID); !fault.Is(fault.NotFound, err) {
 			t.Errorf("GetExportJob from another tenant = %v, want NotFound", err)
 		}
-		if err := s.ForgetExportArchive(ctx, other, j.ID); !fault.Is(fault.NotFound, err) {
+		if err := s.ForgetExportArchive(ctx, other, j.ID, nil); !fault.Is(fault.NotFound, err) {
 			t.Errorf("ForgetExportArchive from another tenant = %v, want NotFound", err)
 		}
 		c, err := s.ClaimExportJob(ctx, "w", Epoch, time.Minute)
@@ -140,8 +192,8 @@ var exportTests = []test{
 		}
 		for name, err := range map[string]error{
 			"renew":    s.RenewExportLease(ctx, other, j.ID, "w", Epoch, time.Minute, 0),
-			"complete": s.CompleteExportJob(ctx, other, j.ID, "w", Epoch, audit.ExportResult{}),
-			"fail":     s.FailExportJob(ctx, other, j.ID, "w", Epoch, "x"),
+			"complete": s.CompleteExportJob(ctx, other, j.ID, "w", Epoch, audit.ExportResult{}, nil),
+			"fail":     s.FailExportJob(ctx, other, j.ID, "w", Epoch, "x", nil),
 		} {
 			if !fault.Is(fault.NotFound, err) {
 				t.Errorf("%s from another tenant = %v, want NotFound", name, err)
@@ -176,11 +228,11 @@ var exportTests = []test{
 		if err := s.RenewExportLease(ctx, early.TenantID, early.ID, "dead", at, time.Minute, 0); !fault.Is(fault.Conflict, err) {
 			t.Errorf("renew by the previous owner = %v, want Conflict", err)
 		}
-		if err := s.CompleteExportJob(ctx, early.TenantID, early.ID, "dead", at, audit.ExportResult{}); !fault.Is(fault.Conflict, err) {
+		if err := s.CompleteExportJob(ctx, early.TenantID, early.ID, "dead", at, audit.ExportResult{}, nil); !fault.Is(fault.Conflict, err) {
 			t.Errorf("complete by the previous owner = %v, want Conflict", err)
 		}
 		// A lapsed lease cannot be renewed or completed by its own owner either.
-		if err := s.CompleteExportJob(ctx, tn, late.ID, "w2", at.Add(time.Second), audit.ExportResult{}); !fault.Is(fault.Conflict, err) {
+		if err := s.CompleteExportJob(ctx, tn, late.ID, "w2", at.Add(time.Second), audit.ExportResult{}, nil); !fault.Is(fault.Conflict, err) {
 			t.Errorf("complete after the lease lapsed = %v, want Conflict", err)
 		}
 	}},
@@ -228,7 +280,7 @@ var exportTests = []test{
 			if _, err := s.ClaimExportJob(ctx, "w", Epoch, time.Minute); err != nil {
 				t.Fatal(err)
 			}
-			if err := s.CompleteExportJob(ctx, tn, j.ID, "w", Epoch, audit.ExportResult{Archive: j.ID + ".zip", ArchiveExpiresAt: Epoch.Add(exp)}); err != nil {
+			if err := s.CompleteExportJob(ctx, tn, j.ID, "w", Epoch, audit.ExportResult{Archive: j.ID + ".zip", ArchiveExpiresAt: Epoch.Add(exp)}, nil); err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, j.ID)
@@ -254,7 +306,7 @@ var exportTests = []test{
 		if d := cmp.Diff([]string{ids[1]}, list(Epoch.Add(5*time.Hour), 1)); d != "" {
 			t.Errorf("limit 1 (-want +got):\n%s", d)
 		}
-		if err := s.ForgetExportArchive(ctx, tn, ids[1]); err != nil {
+		if err := s.ForgetExportArchive(ctx, tn, ids[1], nil); err != nil {
 			t.Fatal(err)
 		}
 		if d := cmp.Diff([]string{ids[0], ids[2]}, list(Epoch.Add(5*time.Hour), 10)); d != "" {
@@ -264,7 +316,7 @@ var exportTests = []test{
 		if err != nil || got.Archive != "" || got.State != audit.JobSucceeded {
 			t.Errorf("forgotten job = %+v, %v; want it readable with no archive", got, err)
 		}
-		if err := s.ForgetExportArchive(ctx, tn, "missing"); !fault.Is(fault.NotFound, err) {
+		if err := s.ForgetExportArchive(ctx, tn, "missing", nil); !fault.Is(fault.NotFound, err) {
 			t.Errorf("forget missing = %v, want NotFound", err)
 		}
 	}},

@@ -353,7 +353,7 @@ func (e *Engine) round(ctx context.Context, sub Subscription, lim *bucket) (bool
 	flush := func() error {
 		u.Now = e.now()
 		err := e.st.RecordDelivery(context.WithoutCancel(ctx), u)
-		u.NewDeadLetters, u.Redelivered, u.Redead = nil, nil, nil
+		u.NewDeadLetters, u.Redelivered, u.Redead, u.Audit = nil, nil, nil, nil
 		return err
 	}
 	stopped := func(err error) (bool, error) {
@@ -407,22 +407,58 @@ func (e *Engine) round(ctx context.Context, sub Subscription, lim *bucket) (bool
 		if pause {
 			u.Status.Paused, u.Status.PausedAt = true, now
 		}
+		entries := []audit.Entry{e.entry(sub, ActionDeadLetter, map[string]any{"id": sub.ID, "webhookId": id, "eventSeq": ev.Seq, "attempts": n, "error": truncate(err.Error(), maxErrorLength)})}
+		if pause {
+			entries = append(entries, e.entry(sub, ActionPause, map[string]any{"id": sub.ID, "failingSince": u.Status.FailingSince}))
+		}
+		// The records go with the update that moves the cursor past the
+		// event: once it commits no takeover comes back to the event.
+		late, berr := e.buildRecords(ctx, &u.Audit, entries)
+		if berr != nil {
+			return true, berr
+		}
 		if err := flush(); err != nil {
 			return true, err
 		}
-		e.audit(ctx, sub, ActionDeadLetter, map[string]any{"id": sub.ID, "webhookId": id, "eventSeq": ev.Seq, "attempts": n, "error": truncate(err.Error(), maxErrorLength)})
+		e.recordLate(ctx, late)
 		if pause {
-			e.audit(ctx, sub, ActionPause, map[string]any{"id": sub.ID, "failingSince": u.Status.FailingSince})
 			return true, nil
 		}
 	}
 	return true, flush()
 }
 
-func (e *Engine) audit(ctx context.Context, sub Subscription, action string, meta map[string]any) {
-	err := e.svc.cfg.Audit.Record(context.WithoutCancel(ctx), audit.Entry{TenantID: sub.TenantID, Source: audit.SourceEventStream, Action: action, ActorID: "eventstream", Meta: meta})
-	if err != nil {
-		e.log.ErrorContext(ctx, "eventstream: audit record failed", "action", action, "err", err)
+func (e *Engine) entry(sub Subscription, action string, meta map[string]any) audit.Entry {
+	return audit.Entry{TenantID: sub.TenantID, Source: audit.SourceEventStream, Action: action, ActorID: "eventstream", Meta: meta}
+}
+
+// buildRecords builds the records of entries into *recs, to be written
+// with the delivery update; a sink that is not an audit.Builder (tests'
+// fakes) gets the entries back, to record after the update (recordLate).
+// A record that cannot be built fails the round before the update: the
+// event stays after the cursor and is delivered again.
+func (e *Engine) buildRecords(ctx context.Context, recs *[]*audit.Record, entries []audit.Entry) (late []audit.Entry, err error) {
+	b, ok := e.svc.cfg.Audit.(audit.Builder)
+	if !ok {
+		return entries, nil
+	}
+	*recs = nil
+	for _, en := range entries {
+		rec, err := b.Build(context.WithoutCancel(ctx), en)
+		if err != nil {
+			return nil, audit.Unavailable(err)
+		}
+		*recs = append(*recs, rec)
+	}
+	return nil, nil
+}
+
+// recordLate records entries that buildRecords gave back.
+func (e *Engine) recordLate(ctx context.Context, entries []audit.Entry) {
+	for _, en := range entries {
+		if err := e.svc.cfg.Audit.Record(context.WithoutCancel(ctx), en); err != nil {
+			e.log.ErrorContext(ctx, "eventstream: audit record failed", "action", en.Action, "err", err)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"slices"
@@ -17,7 +18,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/clock/clocktest"
 	"github.com/latchkey/latchkey/eventstream"
+	"github.com/latchkey/latchkey/store/memstore"
 )
 
 // verifyStandardWebhook checks a request as a receiver following the
@@ -338,6 +342,64 @@ func TestLongFailingEndpointIsPaused(t *testing.T) {
 	f.drive(2, time.Second, func() bool { return rcv.count() > sent })
 	if paused() {
 		t.Error("still paused after the update")
+	}
+}
+
+// TestDeadLetterAndPauseAuditedWithTheirUpdate: the records of a dead
+// letter and of a pause are written in the transaction that moves the
+// cursor past the event. The recorder is closed before the deliveries, so
+// a record written after the update, as a process killed between the two
+// would leave it, is lost; only records written with the update land.
+func TestDeadLetterAndPauseAuditedWithTheirUpdate(t *testing.T) {
+	var rec *audit.Recorder
+	f := newFixtureAudited(t, local, func(st *memstore.Store, clk *clocktest.Fake) audit.Sink {
+		rec = audit.NewRecorder(st, clk, nil)
+		t.Cleanup(rec.Close)
+		return rec
+	})
+	rcv := newReceiver(t, f.clock, func(int, http.ResponseWriter) int { return http.StatusInternalServerError })
+	sub := f.subscribe(tenantA, eventstream.Input{Endpoint: ptr(rcv.URL), EventTypes: []string{"10001"}, NumberOfRetries: ptr(2)})
+	rec.Close()
+	f.engine(eventstream.EngineConfig{BaseBackoff: 10 * time.Second, PauseAfter: time.Minute})
+	f.post(tenantA, "10001", 10)
+	ctx := context.Background()
+	// The service's reads are audited too: with the recorder closed the
+	// test reads the store.
+	f.drive(2, time.Second, func() bool {
+		s, err := f.store.GetSubscription(ctx, tenantA, sub.ID)
+		return err == nil && s.Status.Paused
+	})
+	letters, err := f.store.ListDeadLetters(ctx, tenantA, sub.ID, "", false, 100)
+	if err != nil || len(letters) == 0 {
+		t.Fatalf("dead letters: %d, %v", len(letters), err)
+	}
+	var want []string
+	for _, d := range letters {
+		want = append(want, eventstream.ActionDeadLetter+" "+d.ID)
+	}
+	want = append(want, eventstream.ActionPause+" "+sub.ID)
+	recs, err := f.store.ListAuditRecords(ctx, tenantA, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		switch r.Action {
+		case eventstream.ActionDeadLetter:
+			got = append(got, r.Action+" "+fmt.Sprint(r.Meta["webhookId"]))
+		case eventstream.ActionPause:
+			got = append(got, r.Action+" "+fmt.Sprint(r.Meta["id"]))
+		default:
+			continue
+		}
+		if r.ActorID != "eventstream" || r.Source != audit.SourceEventStream {
+			t.Errorf("record %+v", r)
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("records written with the updates (-want +got):\n%s", diff)
 	}
 }
 

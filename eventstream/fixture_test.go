@@ -58,14 +58,26 @@ type fixture struct {
 
 func newFixture(t *testing.T, guard eventstream.Guard) *fixture {
 	t.Helper()
+	return newFixtureAudited(t, guard, nil)
+}
+
+// newFixtureAudited is newFixture whose event-stream service records to
+// the audit sink sinkOf makes on the fixture's store and clock (the
+// in-memory sink when sinkOf is nil).
+func newFixtureAudited(t *testing.T, guard eventstream.Guard, sinkOf func(*memstore.Store, *clocktest.Fake) audit.Sink) *fixture {
+	t.Helper()
 	f := &fixture{t: t, store: memstore.New(), clock: clocktest.New(start), sink: &sink{}}
+	var as audit.Sink = f.sink
+	if sinkOf != nil {
+		as = sinkOf(f.store, f.clock)
+	}
 	f.events = events.NewService(events.Config{Store: f.store, Audit: f.sink, Clock: f.clock})
 	t.Cleanup(f.events.Close)
 	sealer, err := seal.New(seal.NewKey())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.svc = eventstream.NewService(eventstream.Config{Store: f.store, Events: f.store, Sealer: sealer, Audit: f.sink, Clock: f.clock, Guard: guard})
+	f.svc = eventstream.NewService(eventstream.Config{Store: f.store, Events: f.store, Sealer: sealer, Audit: as, Clock: f.clock, Guard: guard})
 	return f
 }
 

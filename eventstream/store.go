@@ -3,6 +3,8 @@ package eventstream
 import (
 	"context"
 	"time"
+
+	"github.com/latchkey/latchkey/audit"
 )
 
 // Store keeps subscriptions, their delivery state and lease, and their dead
@@ -59,9 +61,11 @@ type Store interface {
 	// earlier cursor also bounds the events after a later one, never the
 	// reverse. A store whose log held events out of ReceivedAt order
 	// before an upgrade keeps the stored CursorAt of a subscription made
-	// before it until Cursor has passed those events. Without the lease it
-	// changes nothing and returns fault.Conflict; a deleted subscription
-	// is fault.NotFound.
+	// before it until Cursor has passed those events. It appends u.Audit,
+	// with audit.LogStore.AppendAuditRecords' rules, in the same
+	// transaction. Without the lease it changes nothing, appends nothing
+	// and returns fault.Conflict; a deleted subscription is
+	// fault.NotFound.
 	RecordDelivery(ctx context.Context, u DeliveryUpdate) error
 
 	// ListDeadLetters returns up to limit dead letters of a subscription
@@ -88,4 +92,8 @@ type DeliveryUpdate struct {
 	NewDeadLetters                  []DeadLetter
 	Redelivered                     []string
 	Redead                          []DeadLetter
+	// Audit are the records of the update (a dead letter, a pause),
+	// durable with it or not at all: once the cursor has passed an event
+	// nothing comes back to record what became of it.
+	Audit []*audit.Record
 }

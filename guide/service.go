@@ -382,20 +382,44 @@ func (s *Service) Token(ctx context.Context, sess Session) (string, time.Time, e
 }
 
 // Sweep ends and audits the sessions past their limits that no request
-// came back to (a closed window), and returns how many it ended.
+// came back to (a closed window), and returns how many it ended. With an
+// audit.Builder sink each session's record is written in the transaction
+// that deletes it, so no session is ended unrecorded, not even by a crash
+// between the two; with another sink it is recorded after the delete.
 func (s *Service) Sweep(ctx context.Context) (int, error) {
+	entry := func(sess Session) audit.Entry {
+		return audit.Entry{TenantID: sess.TenantID, Source: audit.SourcePlatform, Action: ActionExpire, ActorID: sess.UserID.String(),
+			Meta: merge(userMeta(sess), map[string]any{"reason": s.expiryReason(sess)})}
+	}
+	var build func(Session) (*audit.Record, error)
+	if b, ok := s.cfg.Audit.(audit.Builder); ok {
+		build = func(sess Session) (*audit.Record, error) {
+			rec, err := b.Build(ctx, entry(sess))
+			if err != nil {
+				return nil, audit.Unavailable(err)
+			}
+			return rec, nil
+		}
+	}
 	n := 0
 	for {
-		expired, err := s.st.DeleteExpiredGuideSessions(ctx, s.now(), 100)
+		expired, err := s.st.DeleteExpiredGuideSessions(ctx, s.now(), 100, build)
 		if err != nil {
 			return n, err
 		}
-		for _, sess := range expired {
-			if err := s.record(ctx, sess.TenantID, sess.UserID.String(), ActionExpire, nil,
-				merge(userMeta(sess), map[string]any{"reason": s.expiryReason(sess)})); err != nil {
-				return n, err
+		n += len(expired)
+		if build == nil {
+			// The sessions are gone: record every one of them, even
+			// when one record fails or Run's ctx ends meanwhile (Close).
+			var first error
+			for _, sess := range expired {
+				if err := audit.Outcome(context.WithoutCancel(ctx), s.cfg.Audit, entry(sess)); err != nil && first == nil {
+					first = err
+				}
 			}
-			n++
+			if first != nil {
+				return n, first
+			}
 		}
 		if len(expired) < 100 {
 			return n, nil

@@ -1,15 +1,19 @@
 package guide_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/latchkey/latchkey/audit"
+	"github.com/latchkey/latchkey/clock/clocktest"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
 	"github.com/latchkey/latchkey/latchkeytest"
+	"github.com/latchkey/latchkey/store/memstore"
 )
 
 func adminLogin() identity.LoginRequest {
@@ -256,5 +260,55 @@ func TestFailedLoginsAuditedAndThrottled(t *testing.T) {
 	e.Clock.Advance(15 * time.Minute)
 	if _, _, err := e.Platform.Guide.Login(ctx, adminLogin(), ""); err != nil {
 		t.Errorf("login after the throttle window: %v", err)
+	}
+}
+
+// TestSweepAuditedWithItsDelete: the sweep's records are written in the
+// transaction that deletes the sessions, more than one batch of them. The
+// recorder is closed before the sweep, so a record written after the
+// delete, as a process killed between the two would leave it, is lost;
+// only records written with the delete land.
+func TestSweepAuditedWithItsDelete(t *testing.T) {
+	ctx := t.Context()
+	st := memstore.New()
+	clk := clocktest.New(latchkeytest.Start)
+	rec := audit.NewRecorder(st, clk, nil)
+	s := guide.NewService(guide.Config{Store: st, Audit: rec, Clock: clk})
+	const tenant, n = "tenant-a", 130
+	users := map[string]bool{}
+	for i := range n {
+		// Even sessions end idle, odd ones with their window closed.
+		expires := latchkeytest.Start.Add(s.ClosedTimeout())
+		if i%2 == 0 {
+			expires = latchkeytest.Start.Add(s.IdleTimeout())
+		}
+		sess := guide.Session{IDHash: guide.HashID(fmt.Sprint("s", i)), TenantID: tenant, UserID: identity.NewObjectID(), UserName: fmt.Sprint("user", i),
+			Method: guide.MethodPassword, LoginAt: latchkeytest.Start, LastActivity: latchkeytest.Start, LastSeen: latchkeytest.Start, ExpiresAt: expires}
+		if err := st.CreateGuideSession(ctx, sess); err != nil {
+			t.Fatal(err)
+		}
+		users[sess.UserID.String()] = true
+	}
+	rec.Close()
+	clk.Advance(time.Hour)
+	if got, err := s.Sweep(ctx); err != nil || got != n {
+		t.Fatalf("Sweep = %d, %v; want %d", got, err, n)
+	}
+	recs, err := st.ListAuditRecords(ctx, tenant, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reasons := map[string]int{}
+	for _, r := range recs {
+		user, _ := r.Meta["user"].(map[string]any)
+		if r.Action != guide.ActionExpire || r.Source != audit.SourcePlatform || r.Meta["method"] != guide.MethodPassword ||
+			user["id"] != r.ActorID || !users[r.ActorID] {
+			t.Errorf("record %+v", r)
+		}
+		delete(users, r.ActorID)
+		reasons[fmt.Sprint(r.Meta["reason"])]++
+	}
+	if want := map[string]int{"idle": n / 2, "closed": n / 2}; !cmp.Equal(want, reasons) || len(users) != 0 {
+		t.Errorf("records by reason %v, want %v; %d sessions unrecorded", reasons, want, len(users))
 	}
 }

@@ -1,9 +1,12 @@
 package guide
 
 import (
+	"bytes"
 	"context"
+	"slices"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/identity"
 )
 
@@ -80,8 +83,18 @@ type Store interface {
 	DeleteGuideSession(ctx context.Context, idHash []byte) error
 
 	// DeleteExpiredGuideSessions removes at most limit sessions whose
-	// ExpiresAt is at or before now and returns them.
-	DeleteExpiredGuideSessions(ctx context.Context, now time.Time, limit int) ([]Session, error)
+	// ExpiresAt is at or before now and returns them. When build is not
+	// nil, the store calls it for each session it is about to remove,
+	// before its write transaction (build may use the store: the audit
+	// recorder creates a tenant's service instance on its first record),
+	// and appends the non-nil records of exactly the sessions it removes,
+	// with audit.LogStore.AppendAuditRecords' rules, in the transaction
+	// that removes them: a session and its record go together, and a
+	// session removed by a concurrent caller is recorded by that caller
+	// only. An error from build changes nothing and is returned; so is
+	// fault.Conflict when a session changed between build and removal
+	// (it is left for the next call).
+	DeleteExpiredGuideSessions(ctx context.Context, now time.Time, limit int, build func(Session) (*audit.Record, error)) ([]Session, error)
 
 	// PutGuideSSO creates or replaces the tenant's SSO settings.
 	PutGuideSSO(ctx context.Context, s SSOSettings) error
@@ -92,4 +105,13 @@ type Store interface {
 	// DeleteGuideSSO removes the tenant's SSO settings, or returns
 	// fault.NotFound.
 	DeleteGuideSSO(ctx context.Context, tenantID string) error
+}
+
+// SameSession reports whether a and b are the same stored session, field
+// for field: a store removing the sessions build saw checks that each is
+// still the one whose record build made.
+func SameSession(a, b Session) bool {
+	return bytes.Equal(a.IDHash, b.IDHash) && a.TenantID == b.TenantID && a.UserID == b.UserID && a.UserName == b.UserName &&
+		a.Method == b.Method && a.CSRFToken == b.CSRFToken && slices.Equal(a.AMR, b.AMR) && a.LoginAt.Equal(b.LoginAt) &&
+		a.LastActivity.Equal(b.LastActivity) && a.LastSeen.Equal(b.LastSeen) && a.ExpiresAt.Equal(b.ExpiresAt)
 }

@@ -136,6 +136,7 @@ func (s *Store) RecordDelivery(ctx context.Context, u eventstream.DeliveryUpdate
 			m[d.ID] = old
 		}
 	}
+	s.appendAuditLocked(u.Audit)
 	return nil
 }
 

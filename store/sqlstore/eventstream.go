@@ -145,6 +145,10 @@ func (s *Store) ReleaseSubscription(ctx context.Context, tenantID, id, owner str
 // before its migration 18), so the ReceivedAt of one of them bounds
 // nothing after it. From there on every event after the cursor was
 // appended with the order kept, at or after every event stored before it.
+//
+// u.Audit is appended after the lease check and the writes: the
+// subscription's row is locked before the audit chain heads, as in every
+// transaction taking both, and a refused update appends nothing.
 func (s *Store) RecordDelivery(ctx context.Context, u eventstream.DeliveryUpdate) error {
 	status, err := eventstream.MarshalStatus(u.Status)
 	if err != nil {
@@ -187,6 +191,18 @@ func (s *Store) RecordDelivery(ctx context.Context, u eventstream.DeliveryUpdate
 			b.Exec(nil, `UPDATE eventstream_dead_letters SET attempts = $1, last_error = $2, requeued = $3
 				WHERE tenant_id = $4 AND subscription_id = $5 AND id = $6`, d.Attempts, d.LastError, false, u.TenantID, u.SubscriptionID, d.ID)
 		}
+		if len(u.Audit) == 0 {
+			return q.Batch(ctx, b)
+		}
+		// The chain heads are locked in the writes' round trip (after
+		// them) and the records written in the next.
+		a := newAuditAppend(u.Audit)
+		a.lock(b)
+		if err := q.Batch(ctx, b); err != nil {
+			return err
+		}
+		b = &Batch{}
+		a.write(b)
 		return q.Batch(ctx, b)
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/guide"
 )
@@ -55,12 +56,77 @@ func (s *Store) DeleteGuideSession(ctx context.Context, idHash []byte) error {
 	return s.affected(n, err, "guide session")
 }
 
-// DeleteExpiredGuideSessions implements guide.Store. One statement deletes
-// and returns the rows (SKIP LOCKED where several processes sweep), so a
-// session is handed to one sweeper only.
-func (s *Store) DeleteExpiredGuideSessions(ctx context.Context, now time.Time, limit int) ([]guide.Session, error) {
-	return nonNil(list(ctx, s, s.c.Write(), s.scanGuideSession, `DELETE FROM guide_sessions WHERE id_hash IN
+// DeleteExpiredGuideSessions implements guide.Store. Without build, one
+// statement deletes and returns the rows (SKIP LOCKED where several
+// processes sweep), so a session is handed to one sweeper only.
+//
+// With build, the due rows are read first and built outside the write
+// transaction (on SQLite it holds the only writer connection, which the
+// recorder may need). The transaction then deletes each of them still due
+// (SKIP LOCKED: a row another sweeper holds is its to delete and record)
+// and appends the records of the rows it deleted. It locks those rows
+// before the audit chain heads, as every transaction taking both does.
+func (s *Store) DeleteExpiredGuideSessions(ctx context.Context, now time.Time, limit int, build func(guide.Session) (*audit.Record, error)) ([]guide.Session, error) {
+	if build == nil {
+		return nonNil(list(ctx, s, s.c.Write(), s.scanGuideSession, `DELETE FROM guide_sessions WHERE id_hash IN
 		(SELECT id_hash FROM guide_sessions WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2`+s.d.SkipLocked+`) RETURNING `+guideSessionCols, now, limit))
+	}
+	due, err := list(ctx, s, s.c.Read(), s.scanGuideSession, `SELECT `+guideSessionCols+` FROM guide_sessions WHERE expires_at <= $1
+		ORDER BY expires_at, id_hash LIMIT $2`, now, limit)
+	if err != nil || len(due) == 0 {
+		return nonNil(due, err)
+	}
+	recs := make([]*audit.Record, len(due))
+	for i, g := range due {
+		if recs[i], err = build(g); err != nil {
+			return nil, err
+		}
+	}
+	var out []guide.Session
+	err = s.c.Tx(ctx, func(q Querier) error {
+		out = []guide.Session{}
+		deleted := make([][]guide.Session, len(due))
+		b := &Batch{}
+		for i, g := range due {
+			b.Query(func(rows Rows) (err error) {
+				deleted[i], err = appendRows(nil, rows, s.scanGuideSession)
+				return err
+			}, `DELETE FROM guide_sessions WHERE id_hash IN (SELECT id_hash FROM guide_sessions WHERE id_hash = $1 AND expires_at <= $2`+s.d.SkipLocked+`)
+				RETURNING `+guideSessionCols, g.IDHash, now)
+		}
+		if err := q.Batch(ctx, b); err != nil {
+			return err
+		}
+		var chosen []*audit.Record
+		for i, d := range deleted {
+			if len(d) == 0 {
+				continue // deleted meanwhile, by whoever recorded it
+			}
+			if !guide.SameSession(d[0], due[i]) {
+				return fault.E(fault.Conflict, "a guide session changed while it was swept")
+			}
+			out = append(out, d[0])
+			if recs[i] != nil {
+				chosen = append(chosen, recs[i])
+			}
+		}
+		if len(chosen) == 0 {
+			return nil
+		}
+		a := newAuditAppend(chosen)
+		b = &Batch{}
+		a.lock(b)
+		if err := q.Batch(ctx, b); err != nil {
+			return err
+		}
+		b = &Batch{}
+		a.write(b)
+		return q.Batch(ctx, b)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // PutGuideSSO implements guide.Store.

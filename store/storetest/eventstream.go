@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/events"
 	"github.com/latchkey/latchkey/eventstream"
 	"github.com/latchkey/latchkey/fault"
@@ -211,6 +212,55 @@ var eventStreamTests = []test{
 		wg.Wait()
 		if len(owners) != 20 {
 			t.Errorf("%d of 20 claimed", len(owners))
+		}
+	}},
+	{"EventStreamRecordDeliveryAudited", func(t *testing.T, ctx context.Context, s Store) {
+		tenant := identity.NewGUID()
+		mustCreateSub(t, ctx, s, NewSubscription(tenant, "s1"))
+		claim(t, ctx, s, "w1", Epoch)
+		rec := func(action string, i int) *audit.Record {
+			return &audit.Record{Time: Epoch, TenantID: tenant, TraceID: fmt.Sprint("trace-", i), Source: audit.SourceEventStream, ResourceID: "res-1",
+				ActorID: "eventstream", Action: action, Status: audit.StatusSuccess, Meta: map[string]any{"n": float64(i)}}
+		}
+		records := func() []audit.Record {
+			t.Helper()
+			recs, err := s.ListAuditRecords(ctx, tenant, 0, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			CheckChain(t, recs)
+			return recs
+		}
+		// Refused updates (another owner; a deleted subscription) append
+		// nothing.
+		err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: tenant, SubscriptionID: "s1", Owner: "w2", Now: Epoch, Cursor: 9,
+			NewDeadLetters: []eventstream.DeadLetter{newLetter(tenant, "s1", "m0")}, Audit: []*audit.Record{rec(eventstream.ActionDeadLetter, 0)}})
+		wantKind(t, "RecordDelivery without the lease", err, fault.Conflict)
+		err = s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: tenant, SubscriptionID: "nope", Owner: "w1", Now: Epoch, Cursor: 9,
+			Audit: []*audit.Record{rec(eventstream.ActionDeadLetter, 0)}})
+		wantKind(t, "RecordDelivery of a missing subscription", err, fault.NotFound)
+		if recs := records(); len(recs) != 0 {
+			t.Fatalf("refused updates appended %d records", len(recs))
+		}
+		st := eventstream.Status{FailingSince: Epoch, DeadLettered: 2, Paused: true, PausedAt: Epoch}
+		if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: tenant, SubscriptionID: "s1", Owner: "w1", Now: Epoch, Cursor: 9, Status: st,
+			NewDeadLetters: []eventstream.DeadLetter{newLetter(tenant, "s1", "m1")},
+			Audit:          []*audit.Record{rec(eventstream.ActionDeadLetter, 1), rec(eventstream.ActionPause, 2)}}); err != nil {
+			t.Fatal(err)
+		}
+		// An update without records appends none.
+		if err := s.RecordDelivery(ctx, eventstream.DeliveryUpdate{TenantID: tenant, SubscriptionID: "s1", Owner: "w1", Now: Epoch, Cursor: 10, Status: st}); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range records() {
+			got = append(got, fmt.Sprint(r.Action, " ", r.Meta["n"]))
+		}
+		if want := []string{eventstream.ActionDeadLetter + " 1", eventstream.ActionPause + " 2"}; !cmp.Equal(want, got) {
+			t.Errorf("records %v, want %v", got, want)
+		}
+		if sub := getSub(t, ctx, s, tenant, "s1"); sub.Cursor != 10 || !sub.Status.Paused {
+			t.Errorf("subscription %+v", sub)
 		}
 	}},
 	{"EventStreamRecordDeliveryAndDeadLetters", func(t *testing.T, ctx context.Context, s Store) {

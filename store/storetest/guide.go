@@ -3,11 +3,13 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
 	gocmp "github.com/google/go-cmp/cmp"
 
+	"github.com/latchkey/latchkey/audit"
 	"github.com/latchkey/latchkey/fault"
 	"github.com/latchkey/latchkey/guide"
 	"github.com/latchkey/latchkey/identity"
@@ -78,11 +80,11 @@ var guideTests = []test{
 		}
 		// At Epoch+2m sessions 0, 1 and 2 (ExpiresAt at or before now) are due;
 		// limit 2 hands out two of them, the next call the third.
-		first, err := s.DeleteExpiredGuideSessions(ctx, Epoch.Add(2*time.Minute), 2)
+		first, err := s.DeleteExpiredGuideSessions(ctx, Epoch.Add(2*time.Minute), 2, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		second, err := s.DeleteExpiredGuideSessions(ctx, Epoch.Add(2*time.Minute), 2)
+		second, err := s.DeleteExpiredGuideSessions(ctx, Epoch.Add(2*time.Minute), 2, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -98,11 +100,120 @@ var guideTests = []test{
 				t.Errorf("returned session %+v lacks its fields", g)
 			}
 		}
-		if again, err := s.DeleteExpiredGuideSessions(ctx, Epoch.Add(2*time.Minute), 10); err != nil || len(again) != 0 {
+		if again, err := s.DeleteExpiredGuideSessions(ctx, Epoch.Add(2*time.Minute), 10, nil); err != nil || len(again) != 0 {
 			t.Errorf("third sweep = %d sessions, %v; want none", len(again), err)
 		}
 		if _, err := s.GetGuideSession(ctx, guide.HashID("s3")); err != nil {
 			t.Errorf("unexpired session: %v", err)
+		}
+	}},
+	{"GuideSessionExpiryAudited", func(t *testing.T, ctx context.Context, s Store) {
+		a, b := identity.NewGUID(), identity.NewGUID()
+		for i, tn := range []string{a, b, a} {
+			if err := s.CreateGuideSession(ctx, NewGuideSession(tn, fmt.Sprint("s", i), Epoch.Add(time.Duration(i)*time.Minute))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.CreateGuideSession(ctx, NewGuideSession(a, "live", Epoch.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		build := func(g guide.Session) (*audit.Record, error) {
+			return &audit.Record{Time: Epoch, TenantID: g.TenantID, TraceID: "trace", Source: audit.SourcePlatform, ResourceID: "res-1",
+				ActorID: g.UserID.String(), Action: guide.ActionExpire, Status: audit.StatusSuccess, Meta: map[string]any{"expires": g.ExpiresAt.String()}}, nil
+		}
+		// A build that fails leaves every session and the chain as they were.
+		boom := fault.E(fault.Unavailable, "no audit")
+		_, err := s.DeleteExpiredGuideSessions(ctx, Epoch.Add(2*time.Minute), 10, func(guide.Session) (*audit.Record, error) { return nil, boom })
+		if !fault.Is(fault.Unavailable, err) {
+			t.Fatalf("sweep with a failing build: %v, want Unavailable", err)
+		}
+		got, err := s.DeleteExpiredGuideSessions(ctx, Epoch.Add(2*time.Minute), 10, build)
+		if err != nil || len(got) != 3 {
+			t.Fatalf("sweep = %d sessions, %v; want 3", len(got), err)
+		}
+		for _, tn := range []string{a, b} {
+			recs, err := s.ListAuditRecords(ctx, tn, 0, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			CheckChain(t, recs)
+			var want []string
+			for _, g := range got {
+				if g.TenantID == tn {
+					want = append(want, g.ExpiresAt.String())
+				}
+			}
+			var have []string
+			for _, r := range recs {
+				if r.Action != guide.ActionExpire {
+					t.Errorf("record %+v", r)
+				}
+				have = append(have, fmt.Sprint(r.Meta["expires"]))
+			}
+			if !gocmp.Equal(want, have) {
+				t.Errorf("tenant's records are of sessions expiring %v, want %v", have, want)
+			}
+		}
+		if again, err := s.DeleteExpiredGuideSessions(ctx, Epoch.Add(2*time.Minute), 10, build); err != nil || len(again) != 0 {
+			t.Errorf("second sweep = %d sessions, %v; want none", len(again), err)
+		}
+		if recs, _ := s.ListAuditRecords(ctx, a, 0, 10); len(recs) != 2 {
+			t.Errorf("tenant has %d records after an empty sweep, want 2", len(recs))
+		}
+	}},
+	{"GuideSessionExpiryConcurrentSweeps", func(t *testing.T, ctx context.Context, s Store) {
+		a := identity.NewGUID()
+		const n = 30
+		for i := range n {
+			if err := s.CreateGuideSession(ctx, NewGuideSession(a, fmt.Sprint("s", i), Epoch)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		build := func(g guide.Session) (*audit.Record, error) {
+			return &audit.Record{Time: Epoch, TenantID: g.TenantID, TraceID: "trace", Source: audit.SourcePlatform, ResourceID: "res-1",
+				ActorID: g.UserID.String(), Action: guide.ActionExpire, Status: audit.StatusSuccess, Meta: map[string]any{"session": g.CSRFToken}}, nil
+		}
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			deleted = map[string]int{}
+		)
+		for range 2 {
+			wg.Go(func() {
+				for {
+					got, err := s.DeleteExpiredGuideSessions(ctx, Epoch, 7, build)
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					mu.Lock()
+					for _, g := range got {
+						deleted[g.CSRFToken]++
+					}
+					mu.Unlock()
+					if len(got) == 0 {
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		recs, err := s.ListAuditRecords(ctx, a, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		CheckChain(t, recs)
+		recorded := map[string]int{}
+		for _, r := range recs {
+			recorded[fmt.Sprint(r.Meta["session"])]++
+		}
+		if len(deleted) != n || len(recorded) != n || len(recs) != n {
+			t.Fatalf("%d sessions deleted, %d recorded in %d records; want %d each", len(deleted), len(recorded), len(recs), n)
+		}
+		for id, c := range deleted {
+			if c != 1 || recorded[id] != 1 {
+				t.Errorf("session %s deleted %d times, recorded %d times", id, c, recorded[id])
+			}
 		}
 	}},
 	{"GuideSSOSettings", func(t *testing.T, ctx context.Context, s Store) {

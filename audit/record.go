@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 
@@ -210,4 +211,35 @@ func Outcome(ctx context.Context, s Sink, e Entry) error {
 // written (fault.Unavailable: the client may retry).
 func Unavailable(cause error) error {
 	return fault.E(fault.Unavailable, "the audit log is unavailable; try again", cause)
+}
+
+// BuildRecords builds the records of entries with sink, when it is a
+// Builder, to be written in the transaction of the change they record (a
+// store method taking []*Record); a sink that cannot build records (a
+// test's fake) gets the entries back as late, to record after the change
+// with RecordLate. A record that cannot be built is Unavailable: the
+// change must then not be written either.
+func BuildRecords(ctx context.Context, sink Sink, entries []Entry) (recs []*Record, late []Entry, err error) {
+	b, ok := sink.(Builder)
+	if !ok {
+		return nil, entries, nil
+	}
+	for _, e := range entries {
+		rec, err := b.Build(ctx, e)
+		if err != nil {
+			return nil, nil, Unavailable(err)
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil, nil
+}
+
+// RecordLate records entries that BuildRecords gave back, after their
+// change is stored; a failure is logged, since the change stands.
+func RecordLate(ctx context.Context, sink Sink, log *slog.Logger, entries []Entry) {
+	for _, e := range entries {
+		if err := Outcome(ctx, sink, e); err != nil {
+			log.ErrorContext(ctx, "audit: cannot record a change after it was stored", "tenant", e.TenantID, "action", e.Action, "err", err)
+		}
+	}
 }

@@ -433,33 +433,17 @@ func (e *Engine) entry(sub Subscription, action string, meta map[string]any) aud
 }
 
 // buildRecords builds the records of entries into *recs, to be written
-// with the delivery update; a sink that is not an audit.Builder (tests'
-// fakes) gets the entries back, to record after the update (recordLate).
-// A record that cannot be built fails the round before the update: the
-// event stays after the cursor and is delivered again.
+// with the delivery update (see audit.BuildRecords). A record that cannot
+// be built fails the round before the update: the event stays after the
+// cursor and is delivered again.
 func (e *Engine) buildRecords(ctx context.Context, recs *[]*audit.Record, entries []audit.Entry) (late []audit.Entry, err error) {
-	b, ok := e.svc.cfg.Audit.(audit.Builder)
-	if !ok {
-		return entries, nil
-	}
-	*recs = nil
-	for _, en := range entries {
-		rec, err := b.Build(context.WithoutCancel(ctx), en)
-		if err != nil {
-			return nil, audit.Unavailable(err)
-		}
-		*recs = append(*recs, rec)
-	}
-	return nil, nil
+	*recs, late, err = audit.BuildRecords(context.WithoutCancel(ctx), e.svc.cfg.Audit, entries)
+	return late, err
 }
 
 // recordLate records entries that buildRecords gave back.
 func (e *Engine) recordLate(ctx context.Context, entries []audit.Entry) {
-	for _, en := range entries {
-		if err := e.svc.cfg.Audit.Record(context.WithoutCancel(ctx), en); err != nil {
-			e.log.ErrorContext(ctx, "eventstream: audit record failed", "action", en.Action, "err", err)
-		}
-	}
+	audit.RecordLate(context.WithoutCancel(ctx), e.svc.cfg.Audit, e.log, entries)
 }
 
 // webhookID is the message id of an event's delivery to one subscription:

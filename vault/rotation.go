@@ -353,34 +353,17 @@ func (s *Service) systemEntries(ctx context.Context, k Key, cs []Change) []audit
 	return out
 }
 
-// buildRecords builds the records of entries into *recs, to be written
-// in a key's transaction. A sink that cannot build records (a test's)
-// gets the entries back, to record after the write (recordLate).
+// buildRecords builds the records of entries (actor "system", no client)
+// into *recs, to be written with the key; see audit.BuildRecords for the
+// entries it gives back.
 func (s *Service) buildRecords(ctx context.Context, recs *[]*audit.Record, entries []audit.Entry) (late []audit.Entry, err error) {
-	b, ok := s.cfg.Audit.(audit.Builder)
-	if !ok {
-		return entries, nil
-	}
-	ctx = audit.WithSystemActor(ctx, ActorSystem)
-	*recs = nil
-	for _, e := range entries {
-		rec, err := b.Build(ctx, e)
-		if err != nil {
-			return nil, audit.Unavailable(err)
-		}
-		*recs = append(*recs, rec)
-	}
-	return nil, nil
+	*recs, late, err = audit.BuildRecords(audit.WithSystemActor(ctx, ActorSystem), s.cfg.Audit, entries)
+	return late, err
 }
 
 // recordLate records entries that buildRecords gave back.
 func (s *Service) recordLate(ctx context.Context, entries []audit.Entry) {
-	ctx = audit.WithSystemActor(ctx, ActorSystem)
-	for _, e := range entries {
-		if err := audit.Outcome(ctx, s.cfg.Audit, e); err != nil {
-			s.log.WarnContext(ctx, "vault: cannot audit a change the platform made", "action", e.Action, "err", err)
-		}
-	}
+	audit.RecordLate(audit.WithSystemActor(ctx, ActorSystem), s.cfg.Audit, s.log, entries)
 }
 
 // FlushCounters adds this process's encryption counts to the store and

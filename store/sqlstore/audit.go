@@ -45,22 +45,29 @@ func (s *Store) AppendAuditRecords(ctx context.Context, recs []*audit.Record) er
 	return s.c.Pipeline(ctx, a.lock, a.write)
 }
 
-// appendAuditTx appends recs in the transaction q, after the writes q
-// has made: the rows those writes locked (a job's, a key's) come before
-// the chain heads, and an append alone locks only heads, so no two
-// transactions take them in opposite order. The append is built inside
-// the call, so a transaction that Conn.Tx runs again chains afresh.
-func appendAuditTx(ctx context.Context, q Querier, recs []*audit.Record) error {
+// appendAuditTx sends pending (statements of the transaction q not sent
+// yet, or nil) and appends recs in q after them: the rows q's writes
+// locked (a job's, a key's, a subscription's) come before the chain heads,
+// and an append alone locks only heads, so no two transactions take them
+// in opposite order. The heads are locked in pending's round trip and the
+// records written in the next. The append is built inside the call, so a
+// transaction that Conn.Tx runs again chains afresh.
+func appendAuditTx(ctx context.Context, q Querier, pending *Batch, recs []*audit.Record) error {
 	if len(recs) == 0 {
-		return nil
+		if pending == nil {
+			return nil
+		}
+		return q.Batch(ctx, pending)
+	}
+	if pending == nil {
+		pending = &Batch{}
 	}
 	a := newAuditAppend(recs)
-	b := &Batch{}
-	a.lock(b)
-	if err := q.Batch(ctx, b); err != nil {
+	a.lock(pending)
+	if err := q.Batch(ctx, pending); err != nil {
 		return err
 	}
-	b = &Batch{}
+	b := &Batch{}
 	a.write(b)
 	return q.Batch(ctx, b)
 }

@@ -191,19 +191,7 @@ func (s *Store) RecordDelivery(ctx context.Context, u eventstream.DeliveryUpdate
 			b.Exec(nil, `UPDATE eventstream_dead_letters SET attempts = $1, last_error = $2, requeued = $3
 				WHERE tenant_id = $4 AND subscription_id = $5 AND id = $6`, d.Attempts, d.LastError, false, u.TenantID, u.SubscriptionID, d.ID)
 		}
-		if len(u.Audit) == 0 {
-			return q.Batch(ctx, b)
-		}
-		// The chain heads are locked in the writes' round trip (after
-		// them) and the records written in the next.
-		a := newAuditAppend(u.Audit)
-		a.lock(b)
-		if err := q.Batch(ctx, b); err != nil {
-			return err
-		}
-		b = &Batch{}
-		a.write(b)
-		return q.Batch(ctx, b)
+		return appendAuditTx(ctx, q, b, u.Audit)
 	})
 }
 

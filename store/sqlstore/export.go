@@ -108,7 +108,7 @@ func (s *Store) held(ctx context.Context, tenantID, id, owner string, now time.T
 		if err := run(q, q); err != nil {
 			return err
 		}
-		return appendAuditTx(ctx, q, recs)
+		return appendAuditTx(ctx, q, nil, recs)
 	}))
 }
 
@@ -153,7 +153,7 @@ func (s *Store) ForgetExportArchive(ctx context.Context, tenantID, id string, re
 		if err := s.affected(n, err, "export job"); err != nil {
 			return err
 		}
-		return appendAuditTx(ctx, q, recs)
+		return appendAuditTx(ctx, q, nil, recs)
 	}))
 }
 

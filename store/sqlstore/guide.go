@@ -113,15 +113,7 @@ func (s *Store) DeleteExpiredGuideSessions(ctx context.Context, now time.Time, l
 		if len(chosen) == 0 {
 			return nil
 		}
-		a := newAuditAppend(chosen)
-		b = &Batch{}
-		a.lock(b)
-		if err := q.Batch(ctx, b); err != nil {
-			return err
-		}
-		b = &Batch{}
-		a.write(b)
-		return q.Batch(ctx, b)
+		return appendAuditTx(ctx, q, nil, chosen)
 	})
 	if err != nil {
 		return nil, err

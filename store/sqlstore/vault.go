@@ -212,18 +212,10 @@ func (s *Store) UpdateKey(ctx context.Context, u vault.KeyUpdate) error {
 			_, err = q.Exec(ctx, `UPDATE vault_key_versions SET material = NULL WHERE tenant_id = $1 AND key_id = $2 AND version < $3`,
 				k.TenantID, k.ID, u.EraseBelow)
 		}
-		if err != nil || len(u.Audit) == 0 {
+		if err != nil {
 			return err
 		}
-		a := newAuditAppend(u.Audit)
-		b := &Batch{}
-		a.lock(b)
-		if err := q.Batch(ctx, b); err != nil {
-			return err
-		}
-		b = &Batch{}
-		a.write(b)
-		return q.Batch(ctx, b)
+		return appendAuditTx(ctx, q, nil, u.Audit)
 	}))
 }
 

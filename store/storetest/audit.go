@@ -42,6 +42,22 @@ func CheckChain(t *testing.T, recs []audit.Record) {
 	}
 }
 
+// ChainTraces checks that tenantID's records are a whole chain and
+// returns their trace ids in order.
+func ChainTraces(t *testing.T, ctx context.Context, s audit.LogStore, tenantID string) []string {
+	t.Helper()
+	recs, err := s.ListAuditRecords(ctx, tenantID, 0, 10_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	CheckChain(t, recs)
+	var traces []string
+	for _, r := range recs {
+		traces = append(traces, r.TraceID)
+	}
+	return traces
+}
+
 // EquateMetaNumbers makes cmp treat numbers in audit meta as equal by
 // value whatever their type: a SQL store reads them back as json.Number
 // (see audit.LogStore), memstore as they were appended.

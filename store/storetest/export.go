@@ -158,16 +158,7 @@ var exportTests = []test{
 		if err := s.ForgetExportArchive(ctx, a, done.ID, one(10)); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.ListAuditRecords(ctx, a, 0, 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		CheckChain(t, got)
-		var traces []string
-		for _, r := range got {
-			traces = append(traces, r.TraceID)
-		}
-		if d := cmp.Diff([]string{"trace-1", "trace-4", "trace-7", "trace-10"}, traces); d != "" {
+		if d := cmp.Diff([]string{"trace-1", "trace-4", "trace-7", "trace-10"}, ChainTraces(t, ctx, s, a)); d != "" {
 			t.Errorf("records (-want +got):\n%s", d)
 		}
 		if j, _ := s.GetExportJob(ctx, a, done.ID); j.State != audit.JobSucceeded || j.Archive != "" {

@@ -302,16 +302,7 @@ var vaultTests = []test{
 			t.Fatalf("stale UpdateKey = %v, want ErrChanged", err)
 		}
 		for tenant, want := range map[string][]string{a: {"trace-1", "trace-2"}, auditTenant: {"trace-3"}} {
-			got, err := s.ListAuditRecords(ctx, tenant, 0, 100)
-			if err != nil {
-				t.Fatal(err)
-			}
-			CheckChain(t, got)
-			var traces []string
-			for _, r := range got {
-				traces = append(traces, r.TraceID)
-			}
-			if d := gocmp.Diff(want, traces); d != "" {
+			if d := gocmp.Diff(want, ChainTraces(t, ctx, s, tenant)); d != "" {
 				t.Errorf("tenant %s's records (-want +got):\n%s", tenant, d)
 			}
 		}

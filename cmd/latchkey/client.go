@@ -104,6 +104,17 @@ func (a *app) anon() (*conn, error) {
 	return &conn{a: a, base: base, http: hc}, nil
 }
 
+// adminOf is admin and the id of the tenant ref names (its id or code):
+// what every command on a tenant's users and clients starts with.
+func (a *app) adminOf(ctx context.Context, ref string) (*conn, string, error) {
+	c, err := a.admin(ctx)
+	if err != nil {
+		return nil, "", err
+	}
+	id, err := c.tenantID(ctx, ref)
+	return c, id, err
+}
+
 // admin is a connection with the admin credential: LATCHKEY_TOKEN, else
 // the profile's JWT (renewed when it is about to expire).
 func (a *app) admin(ctx context.Context) (*conn, error) {

@@ -241,11 +241,7 @@ func (a *app) tenantCommand() *cobra.Command {
 		Short: "Show a tenant",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			c, err := a.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			id, err := c.tenantID(cmd.Context(), argv[0])
+			c, id, err := a.adminOf(cmd.Context(), argv[0])
 			if err != nil {
 				return err
 			}
@@ -273,11 +269,7 @@ func (a *app) userCommand() *cobra.Command {
 		Short: "Create a user (the password is prompted for, or read from stdin)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			c, err := a.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			tid, err := c.tenantID(cmd.Context(), tenant)
+			c, tid, err := a.adminOf(cmd.Context(), tenant)
 			if err != nil {
 				return err
 			}
@@ -321,11 +313,7 @@ func (a *app) clientCommand() *cobra.Command {
 		Short: "Register an OAuth client; its secret is printed once, or written only to --secret-file (0600)",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			c, err := a.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			tid, err := c.tenantID(cmd.Context(), tenant)
+			c, tid, err := a.adminOf(cmd.Context(), tenant)
 			if err != nil {
 				return err
 			}
@@ -363,11 +351,7 @@ func (a *app) clientCommand() *cobra.Command {
 		Short: "Delete an OAuth client and revoke its tokens everywhere",
 		Args:  args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, argv []string) error {
-			c, err := a.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			tid, err := c.tenantID(cmd.Context(), delTenant)
+			c, tid, err := a.adminOf(cmd.Context(), delTenant)
 			if err != nil {
 				return err
 			}
@@ -461,11 +445,7 @@ func (a *app) tenantListCommand(short, collection string, headers, fields []stri
 		Short: short,
 		Args:  args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := a.admin(cmd.Context())
-			if err != nil {
-				return err
-			}
-			tid, err := c.tenantID(cmd.Context(), tenant)
+			c, tid, err := a.adminOf(cmd.Context(), tenant)
 			if err != nil {
 				return err
 			}

@@ -133,11 +133,7 @@ func (a *app) runImport(ctx context.Context, o importOpts, files []string) error
 	default:
 		return usageError("--on-conflict must be skip, update or fail")
 	}
-	c, err := a.admin(ctx)
-	if err != nil {
-		return err
-	}
-	tid, err := c.tenantID(ctx, o.tenant)
+	c, tid, err := a.adminOf(ctx, o.tenant)
 	if err != nil {
 		return err
 	}
